@@ -1,0 +1,119 @@
+import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
+
+/** Herald's whole configuration, parsed once at start-up. */
+export interface Config {
+  readonly discord: {
+    readonly token: string;
+    readonly applicationId: string;
+    /** REST base (e.g. a REST proxy); discord.js's default when undefined. */
+    readonly restUrl: string | undefined;
+  };
+  readonly tts: TtsConfig & {
+    /** Speaker id or name used when neither the member nor the server chose one. */
+    readonly defaultSpeaker: string | undefined;
+  };
+  /** Where settings live: a SQLite file path, or ':memory:'. */
+  readonly databasePath: string;
+  readonly logLevel: LogLevel;
+  /** Leave the voice channel after this long with nothing to say. */
+  readonly idleTimeoutMs: number;
+}
+
+/** The environment as read: every value a string or absent. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Result of {@link parseConfig}: the config, or every problem found. */
+export type ConfigResult = { ok: true; value: Config } | { ok: false; problems: string[] };
+
+const SNOWFLAKE = /^\d{17,20}$/;
+
+/**
+ * Parses and validates the configuration from an environment object. Every problem is listed, each naming its
+ * variable; secrets are never echoed.
+ */
+export function parseConfig(env: Env): ConfigResult {
+  const problems: string[] = [];
+  const value = (name: string): string | undefined => {
+    const raw = env[name]?.trim();
+    return raw === undefined || raw === '' ? undefined : raw;
+  };
+
+  const token = value('DISCORD_TOKEN');
+  if (token === undefined)
+    problems.push('DISCORD_TOKEN is missing: the bot token from the Discord developer portal.');
+  else if (!/^[\w.-]{50,}$/.test(token))
+    problems.push('DISCORD_TOKEN does not look like a Discord bot token.');
+
+  const applicationId = value('DISCORD_APPLICATION_ID');
+  if (applicationId === undefined) problems.push('DISCORD_APPLICATION_ID is missing: the application id.');
+  else if (!SNOWFLAKE.test(applicationId))
+    problems.push('DISCORD_APPLICATION_ID must be a numeric Discord id.');
+
+  const restUrl = value('DISCORD_REST_URL');
+  if (restUrl !== undefined && !isHttpUrl(restUrl)) problems.push('DISCORD_REST_URL must be an http(s) URL.');
+
+  const tts = parseTtsConfig(env);
+  if (!tts.ok) problems.push(...tts.problems);
+
+  const databasePath = parseDatabaseUrl(value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite', problems);
+
+  const logLevel = (value('LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}.`);
+
+  const idleSeconds = Number(value('IDLE_TIMEOUT_SECONDS') ?? '300');
+  if (!Number.isFinite(idleSeconds) || idleSeconds < 10 || idleSeconds > 86_400) {
+    problems.push('IDLE_TIMEOUT_SECONDS must be a number of seconds between 10 and 86400.');
+  }
+
+  if (
+    problems.length > 0 ||
+    !tts.ok ||
+    token === undefined ||
+    applicationId === undefined ||
+    !isLogLevel(logLevel)
+  ) {
+    return { ok: false, problems };
+  }
+  return {
+    ok: true,
+    value: {
+      discord: { token, applicationId, restUrl },
+      tts: { ...tts.value, defaultSpeaker: value('TTS_DEFAULT_SPEAKER') },
+      databasePath,
+      logLevel,
+      idleTimeoutMs: idleSeconds * 1000,
+    },
+  };
+}
+
+/** The secrets in a config, for the logger to scrub. */
+export function secretsOf(config: Config): string[] {
+  return [config.discord.token, config.tts.apiKey];
+}
+
+function parseDatabaseUrl(url: string, problems: string[]): string {
+  if (url === ':memory:' || url === 'sqlite::memory:') return ':memory:';
+  const match = /^(?:sqlite|file):(?:\/\/)?(.+)$/.exec(url);
+  if (match?.[1]) return match[1];
+  if (/^postgres(ql)?:/.test(url)) {
+    problems.push('DATABASE_URL: PostgreSQL is not supported yet; use sqlite:<path>.');
+    return '';
+  }
+  if (!url.includes(':')) return url;
+  problems.push('DATABASE_URL must be sqlite:<path> (for example sqlite:./data/herald.sqlite).');
+  return '';
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+function isLogLevel(level: string): level is LogLevel {
+  return (LOG_LEVELS as readonly string[]).includes(level);
+}
