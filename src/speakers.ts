@@ -42,7 +42,9 @@ export function findSpeaker(speakers: readonly Speaker[], idOrName: string): Spe
 export function chooseSpeaker(speakers: readonly Speaker[], choices: SpeakerChoices): SpeakerChoice {
   if (choices.option !== undefined && choices.option.trim() !== '') {
     const speaker = findSpeaker(speakers, choices.option);
-    return speaker ? { kind: 'chosen', speaker, source: 'option' } : { kind: 'unknown-option', option: choices.option };
+    return speaker
+      ? { kind: 'chosen', speaker, source: 'option' }
+      : { kind: 'unknown-option', option: choices.option };
   }
   const candidates: [SpeakerSource, string | null | undefined][] = [
     ['member', choices.member],

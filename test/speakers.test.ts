@@ -31,7 +31,10 @@ describe('chooseSpeaker', () => {
   });
 
   it('refuses an option that matches nothing instead of silently using another voice', () => {
-    expect(chooseSpeaker(all, { option: 'Zed', member: ada.id })).toEqual({ kind: 'unknown-option', option: 'Zed' });
+    expect(chooseSpeaker(all, { option: 'Zed', member: ada.id })).toEqual({
+      kind: 'unknown-option',
+      option: 'Zed',
+    });
   });
 
   it('reports an empty speaker list', () => {

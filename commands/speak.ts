@@ -1,0 +1,101 @@
+import { InteractionContextType, MessageFlags, SlashCommandBuilder } from 'discord.js';
+import type { Command, Deps } from '../src/command.ts';
+import { describeFailure, NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
+import { chooseSpeaker, type SpeakerChoice } from '../src/speakers.ts';
+import { countCharacters, MAX_TEXT_CHARACTERS } from '../src/tts/index.ts';
+import { describeJoinRefusal, speakerAutocomplete } from './shared.ts';
+
+export const speak = {
+  data: new SlashCommandBuilder()
+    .setName('speak')
+    .setDescription('Say something in your voice channel.')
+    .setContexts(InteractionContextType.Guild)
+    .addStringOption((option) =>
+      option.setName('text').setDescription('What to say').setRequired(true).setMaxLength(4000),
+    )
+    .addStringOption((option) =>
+      option.setName('speaker').setDescription('A voice for this message (name or id)').setAutocomplete(true),
+    ),
+
+  async execute(interaction, deps) {
+    const text = interaction.options.getString('text', true);
+    const characters = countCharacters(text.trim());
+    if (characters === 0) {
+      return respondEphemeral(interaction, 'There is nothing to say: the text is empty.');
+    }
+    if (characters > MAX_TEXT_CHARACTERS) {
+      return respondEphemeral(
+        interaction,
+        `That text is ${characters.toLocaleString('en')} characters; the limit is ${MAX_TEXT_CHARACTERS.toLocaleString('en')}.`,
+      );
+    }
+    const channel = interaction.member.voice.channel;
+    if (!channel) return respondEphemeral(interaction, 'Join a voice channel first, then use /speak.');
+
+    const choice = await resolveSpeaker(
+      interaction.options.getString('speaker') ?? undefined,
+      interaction,
+      deps,
+    );
+    switch (choice.kind) {
+      case 'unknown-option':
+        return respondEphemeral(interaction, `There is no voice called “${choice.option}”. See /voices.`);
+      case 'no-speakers':
+        return respondEphemeral(interaction, 'The speech service lists no voices right now.');
+      case 'chosen':
+        break;
+    }
+
+    const outcome = deps.voice.join(channel, interaction.channel ?? undefined);
+    if (outcome.kind !== 'joined' && outcome.kind !== 'already-here') {
+      return respondEphemeral(interaction, describeJoinRefusal(outcome));
+    }
+    const { ahead } = outcome.session.enqueue({
+      text,
+      speaker: choice.speaker,
+      requestedBy: { id: interaction.user.id, name: interaction.member.displayName },
+      onFailure: (error) => {
+        const message = `I could not say “${preview(text)}”: ${describeFailure(error, deps.logger)}`;
+        interaction
+          .followUp({ content: message, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS })
+          .catch((followUpError: unknown) =>
+            deps.logger.warn('could not report a failed utterance', { err: followUpError }),
+          );
+      },
+    });
+    const cost = deps.estimateCostUsd(characters);
+    const parts = [
+      ahead === 0
+        ? `Speaking now as ${choice.speaker.name}`
+        : `Queued at position ${ahead + 1} as ${choice.speaker.name}`,
+      `${characters.toLocaleString('en')} characters`,
+      ...(cost === undefined ? [] : [`about $${cost.toFixed(4)}`]),
+    ];
+    return respondEphemeral(interaction, `${parts.join(' · ')}.`);
+  },
+
+  autocomplete: speakerAutocomplete,
+} satisfies Command;
+
+async function resolveSpeaker(
+  option: string | undefined,
+  interaction: Parameters<Command['execute']>[0],
+  deps: Deps,
+): Promise<SpeakerChoice> {
+  const [speakers, member, server] = await Promise.all([
+    deps.tts.speakers(),
+    deps.settings.memberSpeaker(interaction.guildId, interaction.user.id),
+    deps.settings.guild(interaction.guildId),
+  ]);
+  return chooseSpeaker(speakers, {
+    option,
+    member,
+    server: server.defaultSpeakerId,
+    config: deps.defaultSpeaker,
+  });
+}
+
+function preview(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 60 ? `${flat.slice(0, 57)}…` : flat;
+}

@@ -1,0 +1,46 @@
+import { InteractionContextType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
+import type { Command } from '../src/command.ts';
+import { respondEphemeral } from '../src/replies.ts';
+import { findSpeaker } from '../src/speakers.ts';
+import { speakerAutocomplete } from './shared.ts';
+
+export const voiceSet = {
+  data: new SlashCommandBuilder()
+    .setName('voice-set')
+    .setDescription('Choose the voice Herald speaks with in this server, or your own voice.')
+    .setContexts(InteractionContextType.Guild)
+    // Discord hides `scope:server` from members without Manage Server; the handler checks again, because admins
+    // can change command permissions per server.
+    .setDefaultMemberPermissions(PermissionFlagsBits.ManageGuild)
+    .addStringOption((option) =>
+      option.setName('speaker').setDescription('Voice name or id').setRequired(true).setAutocomplete(true),
+    )
+    .addStringOption((option) =>
+      option
+        .setName('scope')
+        .setDescription('The server default (needs Manage Server) or just your own voice')
+        .addChoices({ name: 'server', value: 'server' }, { name: 'me', value: 'me' }),
+    ),
+
+  async execute(interaction, deps) {
+    const scope = interaction.options.getString('scope') ?? 'server';
+    const wanted = interaction.options.getString('speaker', true);
+    if (scope === 'server' && !interaction.memberPermissions.has(PermissionFlagsBits.ManageGuild)) {
+      return respondEphemeral(
+        interaction,
+        'Setting the server’s voice needs the Manage Server permission. Use scope:me to choose your own voice.',
+      );
+    }
+    const speaker = findSpeaker(await deps.tts.speakers(), wanted);
+    if (!speaker) return respondEphemeral(interaction, `There is no voice called “${wanted}”. See /voices.`);
+
+    if (scope === 'server') {
+      await deps.settings.setGuildSpeaker(interaction.guildId, speaker.id);
+      return respondEphemeral(interaction, `The server’s voice is now ${speaker.name}.`);
+    }
+    await deps.settings.setMemberSpeaker(interaction.guildId, interaction.user.id, speaker.id);
+    return respondEphemeral(interaction, `Your voice in this server is now ${speaker.name}.`);
+  },
+
+  autocomplete: speakerAutocomplete,
+} satisfies Command;

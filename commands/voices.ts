@@ -1,0 +1,117 @@
+import {
+  ActionRowBuilder,
+  ButtonBuilder,
+  type ButtonInteraction,
+  ButtonStyle,
+  EmbedBuilder,
+  InteractionContextType,
+  MessageFlags,
+  PermissionFlagsBits,
+  SlashCommandBuilder,
+} from 'discord.js';
+import type { Command, Deps } from '../src/command.ts';
+import { NO_MENTIONS } from '../src/replies.ts';
+import { describeLanguages } from '../src/speakers.ts';
+import type { Speaker } from '../src/tts/index.ts';
+
+/** Speakers per page: each line is short, so ten keep a page readable and far below the 4,096-character limit. */
+const PAGE_SIZE = 10;
+const NAME = 'voices';
+
+export const voices = {
+  data: new SlashCommandBuilder()
+    .setName(NAME)
+    .setDescription('List the voices Herald can speak with.')
+    .setContexts(InteractionContextType.Guild)
+    .addStringOption((option) =>
+      option.setName('search').setDescription('Only voices whose name contains this').setMaxLength(50),
+    ),
+
+  async execute(interaction, deps) {
+    const search = interaction.options.getString('search') ?? '';
+    await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+    await interaction.editReply(await renderPage(interaction, deps, search, 0));
+  },
+
+  async button(interaction: ButtonInteraction<'cached'>, deps: Deps) {
+    // Custom id: voices:<page>:<search>; the search is kept so paging keeps the filter.
+    const [, pageText = '0', ...rest] = interaction.customId.split(':');
+    const page = Number.parseInt(pageText, 10) || 0;
+    await interaction.update(await renderPage(interaction, deps, rest.join(':'), page));
+  },
+} satisfies Command;
+
+interface Page {
+  readonly content: string;
+  readonly embeds: EmbedBuilder[];
+  readonly components: ActionRowBuilder<ButtonBuilder>[];
+  readonly allowedMentions: typeof NO_MENTIONS;
+}
+
+interface Caller {
+  readonly guildId: string;
+  readonly user: { readonly id: string };
+  readonly memberPermissions: { has(flag: bigint): boolean } | null;
+}
+
+async function renderPage(caller: Caller, deps: Deps, search: string, requestedPage: number): Promise<Page> {
+  const [speakers, settings, mine] = await Promise.all([
+    deps.tts.speakers(),
+    deps.settings.guild(caller.guildId),
+    deps.settings.memberSpeaker(caller.guildId, caller.user.id),
+  ]);
+  const query = search.trim().toLowerCase();
+  const matching = query ? speakers.filter((s) => s.name.toLowerCase().includes(query)) : [...speakers];
+  const pages = Math.max(1, Math.ceil(matching.length / PAGE_SIZE));
+  const page = Math.min(Math.max(requestedPage, 0), pages - 1);
+  const shown = matching.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
+
+  const notes: string[] = [];
+  const isAdmin = caller.memberPermissions?.has(PermissionFlagsBits.ManageGuild) ?? false;
+  if (isAdmin && settings.defaultSpeakerId && !speakers.some((s) => s.id === settings.defaultSpeakerId)) {
+    notes.push(
+      '⚠️ This server’s default voice is no longer offered by the speech service; Herald falls back to the next choice. Set a new one with /voice-set.',
+    );
+  }
+  if (mine && !speakers.some((s) => s.id === mine)) {
+    notes.push('⚠️ Your own voice is no longer offered; choose another with /voice-set scope:me.');
+  }
+
+  const lines = shown.map((speaker) => line(speaker, settings.defaultSpeakerId, mine));
+  const embed = new EmbedBuilder()
+    .setTitle(query ? `Voices matching “${search.trim()}”` : 'Voices')
+    .setDescription(lines.length > 0 ? lines.join('\n') : 'No voice matches that search.')
+    .setFooter({
+      text: `Page ${page + 1} of ${pages} · ${matching.length} voice${matching.length === 1 ? '' : 's'} · ⭐ server default · 🎙️ your voice`,
+    });
+
+  const components =
+    pages > 1
+      ? [
+          new ActionRowBuilder<ButtonBuilder>().addComponents(
+            new ButtonBuilder()
+              .setCustomId(`${NAME}:${page - 1}:${search}`.slice(0, 100))
+              .setLabel('Previous')
+              .setStyle(ButtonStyle.Secondary)
+              .setDisabled(page === 0),
+            new ButtonBuilder()
+              .setCustomId(`${NAME}:${page + 1}:${search}`.slice(0, 100))
+              .setLabel('Next')
+              .setStyle(ButtonStyle.Secondary)
+              .setDisabled(page >= pages - 1),
+          ),
+        ]
+      : [];
+  return { content: notes.join('\n'), embeds: [embed], components, allowedMentions: NO_MENTIONS };
+}
+
+function line(speaker: Speaker, serverDefault: string | null, mine: string | null): string {
+  const marks = `${speaker.id === serverDefault ? ' ⭐' : ''}${speaker.id === mine ? ' 🎙️' : ''}`;
+  const gender = speaker.gender ?? 'unspecified';
+  return `**${escapeMarkdown(speaker.name)}**${marks} — ${escapeMarkdown(gender)} · languages: ${escapeMarkdown(describeLanguages(speaker))}`;
+}
+
+/** Speaker names come from the service: keep Discord markdown in them literal. */
+function escapeMarkdown(text: string): string {
+  return text.replace(/[\\*_`~|>#[\]()-]/g, (c) => `\\${c}`).slice(0, 200);
+}

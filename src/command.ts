@@ -1,0 +1,31 @@
+import type {
+  AutocompleteInteraction,
+  ButtonInteraction,
+  ChatInputCommandInteraction,
+  RESTPostAPIChatInputApplicationCommandsJSONBody,
+} from 'discord.js';
+import type { Logger } from './log.ts';
+import type { SettingsStore } from './storage/index.ts';
+import type { TtsClient } from './tts/index.ts';
+import type { VoiceManager } from './voice/manager.ts';
+
+/** Everything a command handler may use, passed explicitly: no globals, no container. */
+export interface Deps {
+  readonly tts: TtsClient;
+  readonly settings: SettingsStore;
+  readonly voice: VoiceManager;
+  readonly logger: Logger;
+  /** `TTS_DEFAULT_SPEAKER`: an id or name, used when neither member nor server chose. */
+  readonly defaultSpeaker: string | undefined;
+  /** Best estimate of what `characters` will cost, when known. */
+  readonly estimateCostUsd: (characters: number) => number | undefined;
+}
+
+/** A slash command: its definition (the name is written once, in `data`) and its handlers. */
+export interface Command {
+  readonly data: { readonly name: string; toJSON(): RESTPostAPIChatInputApplicationCommandsJSONBody };
+  execute(interaction: ChatInputCommandInteraction<'cached'>, deps: Deps): Promise<void>;
+  autocomplete?(interaction: AutocompleteInteraction<'cached'>, deps: Deps): Promise<void>;
+  /** Buttons whose custom id starts with `${data.name}:` are routed here. */
+  button?(interaction: ButtonInteraction<'cached'>, deps: Deps): Promise<void>;
+}

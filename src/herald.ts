@@ -1,0 +1,102 @@
+import { Readable } from 'node:stream';
+import { createAudioResource, generateDependencyReport, StreamType } from '@discordjs/voice';
+import { Client, Events, GatewayIntentBits } from 'discord.js';
+import type { Dispatcher } from 'undici';
+import { commands } from '../commands/index.ts';
+import type { Deps } from './command.ts';
+import type { Config } from './config.ts';
+import { createInteractionHandler } from './interactions.ts';
+import type { Logger } from './log.ts';
+import { NO_MENTIONS } from './replies.ts';
+import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
+import { countCharacters, createTtsClient } from './tts/index.ts';
+import { VoiceManager } from './voice/manager.ts';
+
+/** A running Herald. */
+export interface Herald {
+  readonly client: Client;
+  /** Leaves every voice channel, logs out, closes storage and the TTS client. */
+  stop(): Promise<void>;
+}
+
+/** Test seams and process-level choices for {@link startHerald}. */
+export interface HeraldOptions {
+  readonly logger: Logger;
+  /** HTTP transport for the TTS client. */
+  readonly ttsDispatcher?: Dispatcher;
+}
+
+/**
+ * The composition root: builds every part from the config, wires them, and logs in. The only place that knows
+ * how the parts fit together.
+ */
+export async function startHerald(config: Config, options: HeraldOptions): Promise<Herald> {
+  const { logger } = options;
+  logger.debug('voice dependencies', { report: generateDependencyReport() });
+  warmUpAudio();
+
+  const settings = createSqliteSettingsStore(openSqlite(config.databasePath));
+  const tts = createTtsClient({
+    ...config.tts,
+    logger: logger.child({ component: 'tts' }),
+    ...(options.ttsDispatcher ? { dispatcher: options.ttsDispatcher } : {}),
+  });
+  let pricePerCharacter: number | undefined;
+  const voice = new VoiceManager({
+    logger: logger.child({ component: 'voice' }),
+    idleTimeoutMs: config.idleTimeoutMs,
+    synthesize: async (request, signal) => {
+      const result = await tts.generate({ text: request.text, speakerId: request.speaker.id, signal });
+      if (result.costUsd !== undefined) pricePerCharacter = result.costUsd / countCharacters(request.text);
+      return result;
+    },
+  });
+  const deps: Deps = {
+    tts,
+    settings,
+    voice,
+    logger,
+    defaultSpeaker: config.tts.defaultSpeaker,
+    estimateCostUsd: (characters) =>
+      pricePerCharacter === undefined ? undefined : pricePerCharacter * characters,
+  };
+
+  const client = new Client({
+    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates],
+    allowedMentions: NO_MENTIONS,
+    ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
+  });
+  const onInteraction = createInteractionHandler(commands, deps);
+  client.on(Events.InteractionCreate, (interaction) => void onInteraction(interaction));
+  client.on(Events.VoiceStateUpdate, (oldState, newState) => voice.onVoiceStateUpdate(oldState, newState));
+  client.on(Events.ChannelDelete, (channel) => {
+    if (!channel.isDMBased()) voice.onChannelDelete(channel.id, channel.guildId);
+  });
+  client.on(Events.GuildDelete, (guild) => voice.onGuildDelete(guild.id));
+  client.on(Events.Error, (error) => logger.error('discord client error', { err: error }));
+  client.on(Events.Warn, (message) => logger.warn('discord client warning', { message }));
+  client.once(Events.ClientReady, (ready) =>
+    logger.info('logged in', { user: ready.user.tag, guilds: ready.guilds.cache.size }),
+  );
+
+  // A synchronous tts.speakers() warm-up would delay start-up; the first command fills the cache instead.
+  await client.login(config.discord.token);
+
+  return {
+    client,
+    async stop() {
+      voice.destroyAll();
+      await client.destroy();
+      await tts.close();
+      settings.close();
+    },
+  };
+}
+
+/**
+ * The first audio resource in a process probes for FFmpeg synchronously (about 50 ms of blocked event loop when
+ * it is installed); doing it at start-up keeps it out of the first /speak.
+ */
+function warmUpAudio(): void {
+  createAudioResource(Readable.from([]), { inputType: StreamType.Opus });
+}

@@ -1,0 +1,57 @@
+import { type Interaction, MessageFlags } from 'discord.js';
+import type { Command, Deps } from './command.ts';
+import { describeFailure, NO_MENTIONS, respondEphemeral } from './replies.ts';
+
+/**
+ * Routes interactions to commands. The one place that turns a thrown error into an ephemeral reply; nothing a
+ * handler throws escapes to discord.js.
+ */
+export function createInteractionHandler(
+  commands: readonly Command[],
+  deps: Deps,
+): (interaction: Interaction) => Promise<void> {
+  const byName = new Map(commands.map((command) => [command.data.name, command]));
+
+  return async (interaction) => {
+    try {
+      if (interaction.isAutocomplete()) {
+        if (!interaction.inCachedGuild()) return await interaction.respond([]);
+        await byName.get(interaction.commandName)?.autocomplete?.(interaction, deps);
+        return;
+      }
+      if (!interaction.isRepliable()) return;
+      if (!interaction.inCachedGuild()) {
+        await interaction.reply({
+          content: 'Herald works in servers, not in direct messages.',
+          flags: MessageFlags.Ephemeral,
+          allowedMentions: NO_MENTIONS,
+        });
+        return;
+      }
+      if (interaction.isChatInputCommand()) {
+        const command = byName.get(interaction.commandName);
+        if (!command) {
+          await respondEphemeral(
+            interaction,
+            'I do not know that command any more; it will disappear shortly.',
+          );
+          return;
+        }
+        deps.logger.debug('command', { command: interaction.commandName, guild: interaction.guildId });
+        await command.execute(interaction, deps);
+      } else if (interaction.isButton()) {
+        const [name = ''] = interaction.customId.split(':');
+        await byName.get(name)?.button?.(interaction, deps);
+      }
+    } catch (error) {
+      if (!interaction.isRepliable()) {
+        deps.logger.error('interaction failed', { err: error });
+        return;
+      }
+      const message = describeFailure(error, deps.logger);
+      await respondEphemeral(interaction, message).catch((replyError: unknown) =>
+        deps.logger.warn('could not report an error to the member', { err: replyError }),
+      );
+    }
+  };
+}

@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import {
+  type InteractionReplyOptions,
+  type MessageComponentInteraction,
+  MessageFlags,
+  type RepliableInteraction,
+} from 'discord.js';
+import type { Logger } from './log.ts';
+import { TtsError, type TtsInsufficientBalanceError, type TtsRateLimitedError } from './tts/index.ts';
+
+/** Replies never ping anyone. */
+export const NO_MENTIONS = { parse: [] } as const;
+
+/** An error whose message is already a sentence for the member (a refusal, not a fault). */
+export class UserFacingError extends Error {
+  override readonly name = 'UserFacingError';
+}
+
+/**
+ * The sentence a member sees for a failure. TTS errors become plain explanations; anything unexpected is logged
+ * once, with an id the member is shown so the operator can find it.
+ */
+export function describeFailure(error: unknown, logger: Logger): string {
+  if (error instanceof UserFacingError) return error.message;
+  if (error instanceof TtsError) {
+    switch (error.code) {
+      case 'TTS_INVALID_REQUEST':
+        return `The speech service refused this text: ${error.message}`;
+      case 'TTS_AUTHENTICATION':
+        logger.error('the TTS service refused the API key', { err: error });
+        return 'The speech service refused Herald’s API key. The bot’s operator needs to check it.';
+      case 'TTS_INSUFFICIENT_BALANCE': {
+        const balance = (error as TtsInsufficientBalanceError).balanceUsd;
+        return `The speech service account is out of credit${balance === undefined ? '' : ` (balance $${balance.toFixed(2)})`}. The bot’s operator needs to top it up.`;
+      }
+      case 'TTS_UNKNOWN_SPEAKER':
+        return 'The speech service no longer offers that voice. Pick another with /voices.';
+      case 'TTS_RATE_LIMITED': {
+        const retry = (error as TtsRateLimitedError).retryAfterMs;
+        return `The speech service is busy${retry === undefined ? '' : `; try again in ${Math.ceil(retry / 1000)} s`}.`;
+      }
+      case 'TTS_TIMEOUT':
+        return 'The speech service took too long to answer, so I skipped this message.';
+      case 'TTS_CONNECTION':
+        return 'I could not reach the speech service. Try again in a moment.';
+      case 'TTS_SERVICE':
+        return 'The speech service had an internal error. Try again in a moment.';
+      case 'TTS_PROTOCOL':
+        logger.error('the TTS service answered outside its contract', { err: error });
+        return 'The speech service sent something I could not play.';
+      case 'TTS_ABORTED':
+        return 'That message was cancelled.';
+    }
+  }
+  const id = randomBytes(4).toString('hex');
+  logger.error('unexpected error', { errorId: id, err: error });
+  return `Something went wrong on my side (error id ${id}). The bot’s operator can look it up in the logs.`;
+}
+
+/** Sends an ephemeral answer whatever state the interaction is in: reply, edit of a deferral, or follow-up. */
+export async function respondEphemeral(
+  interaction: RepliableInteraction | MessageComponentInteraction,
+  content: string,
+  extra: Omit<InteractionReplyOptions, 'content' | 'flags'> = {},
+): Promise<void> {
+  const options = { ...extra, content, allowedMentions: NO_MENTIONS };
+  if (interaction.deferred && !interaction.replied) {
+    await interaction.editReply(options);
+  } else if (interaction.replied) {
+    await interaction.followUp({ ...options, flags: MessageFlags.Ephemeral });
+  } else {
+    await interaction.reply({ ...options, flags: MessageFlags.Ephemeral });
+  }
+}

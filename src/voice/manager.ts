@@ -1,0 +1,159 @@
+import {
+  type Guild,
+  PermissionFlagsBits,
+  type SendableChannels,
+  type VoiceBasedChannel,
+  type VoiceState,
+} from 'discord.js';
+import type { Logger } from '../log.ts';
+import { GuildSession, type SessionEnd, type Synthesize } from './session.ts';
+
+/** Outcome of {@link VoiceManager.join}: expected results are values, mapped to replies by the caller. */
+export type JoinOutcome =
+  | { readonly kind: 'joined'; readonly session: GuildSession }
+  | { readonly kind: 'already-here'; readonly session: GuildSession }
+  | { readonly kind: 'in-other-channel'; readonly channelId: string }
+  | { readonly kind: 'missing-permission'; readonly permission: 'View Channel' | 'Connect' | 'Speak' }
+  | { readonly kind: 'channel-full' };
+
+/** Options of {@link VoiceManager}. */
+export interface VoiceManagerOptions {
+  readonly synthesize: Synthesize;
+  readonly logger: Logger;
+  readonly idleTimeoutMs: number;
+  readonly connectTimeoutMs?: number;
+}
+
+const REQUIRED: readonly [bigint, 'View Channel' | 'Connect' | 'Speak'][] = [
+  [PermissionFlagsBits.ViewChannel, 'View Channel'],
+  [PermissionFlagsBits.Connect, 'Connect'],
+  [PermissionFlagsBits.Speak, 'Speak'],
+];
+
+/** What Herald says in the text channel when a session ends without being asked to. */
+const END_MESSAGES: Readonly<Record<SessionEnd, ((channel: string) => string) | undefined>> = {
+  left: undefined,
+  shutdown: undefined,
+  idle: (channel) => `Left ${channel}: nothing to say for a while. Use /speak or /join to bring me back.`,
+  alone: (channel) => `Left ${channel}: nobody is listening any more.`,
+  kicked: (channel) => `I was disconnected from ${channel}; the queue is cleared.`,
+  'channel-deleted': () => 'My voice channel was deleted; the queue is cleared.',
+  removed: undefined,
+  'connection-failed': (channel) =>
+    `I could not connect to ${channel}. Discord did not complete the voice connection; try /join again in a moment.`,
+  'connection-lost': (channel) =>
+    `I lost the voice connection to ${channel} and could not get it back, so I left. Use /join to try again.`,
+};
+
+/** One {@link GuildSession} per server; joins, leaves, and follows the voice events that end sessions. */
+export class VoiceManager {
+  readonly #sessions = new Map<string, { session: GuildSession; announce: SendableChannels | undefined }>();
+  readonly #options: VoiceManagerOptions;
+
+  constructor(options: VoiceManagerOptions) {
+    this.#options = options;
+  }
+
+  /** The live session of a server, if Herald is in voice there. */
+  get(guildId: string): GuildSession | undefined {
+    return this.#sessions.get(guildId)?.session;
+  }
+
+  /**
+   * Joins `channel`, or reports why not. Never hops: if Herald is in another channel of the server, it says so.
+   * `announce` is where the session later says why it left.
+   */
+  join(channel: VoiceBasedChannel, announce?: SendableChannels): JoinOutcome {
+    const existing = this.get(channel.guild.id);
+    if (existing) {
+      return existing.channelId === channel.id
+        ? { kind: 'already-here', session: existing }
+        : { kind: 'in-other-channel', channelId: existing.channelId ?? channel.id };
+    }
+    const me = channel.guild.members.me;
+    const permissions = me ? channel.permissionsFor(me) : null;
+    for (const [flag, permission] of REQUIRED) {
+      if (!permissions?.has(flag)) return { kind: 'missing-permission', permission };
+    }
+    // Discord lets members with Move Members into a full channel; so does Herald's check.
+    if (channel.full && !permissions?.has(PermissionFlagsBits.MoveMembers)) return { kind: 'channel-full' };
+
+    const guildId = channel.guild.id;
+    const session = new GuildSession({
+      guildId,
+      channelId: channel.id,
+      adapterCreator: channel.guild.voiceAdapterCreator,
+      synthesize: this.#options.synthesize,
+      logger: this.#options.logger,
+      idleTimeoutMs: this.#options.idleTimeoutMs,
+      ...(this.#options.connectTimeoutMs === undefined
+        ? {}
+        : { connectTimeoutMs: this.#options.connectTimeoutMs }),
+      onEnd: (reason) => this.#onEnd(guildId, session, reason, channel.name),
+    });
+    this.#sessions.set(guildId, { session, announce });
+    return { kind: 'joined', session };
+  }
+
+  /** Leaves the server's voice channel; false when Herald was not in one. */
+  leave(guildId: string, reason: SessionEnd = 'left'): boolean {
+    const session = this.get(guildId);
+    session?.end(reason);
+    return session !== undefined;
+  }
+
+  /** Follows voice state changes: leave when no human is left, notice being moved. */
+  onVoiceStateUpdate(oldState: VoiceState, newState: VoiceState): void {
+    const session = this.get(newState.guild.id);
+    if (!session) return;
+    const me = newState.client.user.id;
+    if (newState.id === me) {
+      if (newState.channelId !== null && newState.channelId !== oldState.channelId)
+        this.#leaveIfAlone(newState.guild);
+      return;
+    }
+    if (oldState.channelId === session.channelId || newState.channelId === session.channelId) {
+      this.#leaveIfAlone(newState.guild);
+    }
+  }
+
+  /** A deleted voice channel ends its session. */
+  onChannelDelete(channelId: string, guildId: string): void {
+    if (this.get(guildId)?.channelId === channelId) this.leave(guildId, 'channel-deleted');
+  }
+
+  /** Removal from a server ends its session. */
+  onGuildDelete(guildId: string): void {
+    this.leave(guildId, 'removed');
+  }
+
+  /** Ends every session (shutdown). */
+  destroyAll(): void {
+    for (const guildId of [...this.#sessions.keys()]) this.leave(guildId, 'shutdown');
+  }
+
+  #leaveIfAlone(guild: Guild): void {
+    const session = this.get(guild.id);
+    const channelId = session?.channelId;
+    if (!session || !channelId) return;
+    const channel = guild.channels.cache.get(channelId);
+    if (!channel?.isVoiceBased()) return;
+    const humans = channel.members.filter((member) => !member.user.bot);
+    if (humans.size === 0) session.end('alone');
+  }
+
+  #onEnd(guildId: string, session: GuildSession, reason: SessionEnd, channelName: string): void {
+    const entry = this.#sessions.get(guildId);
+    if (entry?.session !== session) return;
+    this.#sessions.delete(guildId);
+    const message = END_MESSAGES[reason]?.(channelName);
+    if (message && entry.announce) {
+      entry.announce.send({ content: message, allowedMentions: { parse: [] } }).catch((error: unknown) => {
+        this.#options.logger.warn('could not announce the end of a voice session', {
+          guild: guildId,
+          err: error,
+        });
+      });
+    }
+  }
+}
