@@ -4,10 +4,10 @@ import { DatabaseSync } from 'node:sqlite';
 import { defaultGuildSettings, type GuildSettings, type SettingsStore } from './index.ts';
 
 /**
- * Schema migrations, applied in order; `PRAGMA user_version` records how many ran. Append only: a released
- * migration is never edited.
+ * The settings tables' migrations, applied in order by {@link migrate}. Append only: a released migration is never
+ * edited. Other stores (budget, auto-read) keep their own list under their own name.
  */
-const MIGRATIONS: readonly string[] = [
+const SETTINGS_MIGRATIONS: readonly string[] = [
   `CREATE TABLE guild_settings (
      guild_id TEXT PRIMARY KEY,
      default_speaker_id TEXT,
@@ -22,7 +22,7 @@ const MIGRATIONS: readonly string[] = [
    );`,
 ];
 
-/** Opens (creating folders and schema as needed) the SQLite database at `path`, or ':memory:'. */
+/** Opens (creating folders as needed) the SQLite database at `path`, or ':memory:'. */
 export function openSqlite(path: string): DatabaseSync {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path);
@@ -30,22 +30,35 @@ export function openSqlite(path: string): DatabaseSync {
   db.exec(
     'PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
   );
-  migrate(db);
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT PRIMARY KEY, version INTEGER NOT NULL)',
+  );
   return db;
 }
 
-/** Applies the migrations this database has not seen yet, each in its own transaction. */
-export function migrate(db: DatabaseSync): void {
-  const row = db.prepare('PRAGMA user_version').get() as { user_version: number } | undefined;
-  const current = row?.user_version ?? 0;
-  if (current > MIGRATIONS.length) {
-    throw new Error(`The database schema (version ${current}) is newer than this Herald understands.`);
+/**
+ * Brings `component`'s tables up to date: applies the migrations it has not seen, each in one transaction with
+ * the version bump, so a crash leaves either the old or the new schema.
+ * @throws when the database was written by a newer Herald (more migrations than this code knows).
+ */
+export function migrate(db: DatabaseSync, component: string, migrations: readonly string[]): void {
+  const row = db.prepare('SELECT version FROM schema_migrations WHERE component = ?').get(component) as
+    | { version: number }
+    | undefined;
+  const current = row?.version ?? 0;
+  if (current > migrations.length) {
+    throw new Error(
+      `The ${component} tables (schema version ${current}) are newer than this Herald understands; upgrade Herald.`,
+    );
   }
-  for (let version = current; version < MIGRATIONS.length; version++) {
+  const record = db.prepare(
+    'INSERT INTO schema_migrations (component, version) VALUES (?, ?) ON CONFLICT (component) DO UPDATE SET version = excluded.version',
+  );
+  for (let version = current; version < migrations.length; version++) {
     db.exec('BEGIN');
     try {
-      db.exec(MIGRATIONS[version] ?? '');
-      db.exec(`PRAGMA user_version = ${version + 1}`);
+      db.exec(migrations[version] ?? '');
+      record.run(component, version + 1);
       db.exec('COMMIT');
     } catch (error) {
       db.exec('ROLLBACK');
@@ -56,6 +69,7 @@ export function migrate(db: DatabaseSync): void {
 
 /** A {@link SettingsStore} on a SQLite database opened with {@link openSqlite}. */
 export function createSqliteSettingsStore(db: DatabaseSync): SettingsStore {
+  migrate(db, 'settings', SETTINGS_MIGRATIONS);
   const selectGuild = db.prepare('SELECT default_speaker_id FROM guild_settings WHERE guild_id = ?');
   const upsertGuildSpeaker = db.prepare(
     `INSERT INTO guild_settings (guild_id, default_speaker_id) VALUES (?, ?)

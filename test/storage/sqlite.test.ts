@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSqliteSettingsStore, openSqlite } from '../../src/storage/sqlite.ts';
+import { createSqliteSettingsStore, migrate, openSqlite } from '../../src/storage/sqlite.ts';
 
 const dirs: string[] = [];
 function tempDbPath(): string {
@@ -47,9 +47,21 @@ describe('SQLite settings store', () => {
 
   it('refuses a database written by a newer Herald instead of corrupting it', () => {
     const path = tempDbPath();
+    createSqliteSettingsStore(openSqlite(path)).close();
     const db = openSqlite(path);
-    db.exec('PRAGMA user_version = 999');
+    db.exec("UPDATE schema_migrations SET version = 999 WHERE component = 'settings'");
     db.close();
-    expect(() => openSqlite(path)).toThrow(/newer than this Herald/);
+    expect(() => createSqliteSettingsStore(openSqlite(path))).toThrow(/newer than this Herald/);
+  });
+
+  it('applies each component’s migrations once, in order, and rolls back a failing one', () => {
+    const db = openSqlite(':memory:');
+    migrate(db, 'demo', ['CREATE TABLE a (x)']);
+    migrate(db, 'demo', ['CREATE TABLE a (x)', 'CREATE TABLE b (y)']);
+    expect(() =>
+      migrate(db, 'demo', ['CREATE TABLE a (x)', 'CREATE TABLE b (y)', 'CREATE TABLE c (z); BROKEN']),
+    ).toThrow();
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
+    expect(tables.map((t) => t.name)).toEqual(['a', 'b', 'schema_migrations']);
   });
 });
