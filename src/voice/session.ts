@@ -23,6 +23,8 @@ export interface SpeechRequest {
   readonly text: string;
   readonly speaker: Speaker;
   readonly requestedBy: { readonly id: string; readonly name: string };
+  /** Identifies the source (e.g. a message id) so it can be withdrawn with {@link GuildSession.withdraw}. */
+  readonly key?: string;
   /** Told, once, when this utterance could not be spoken; never called for a skip or stop. */
   readonly onFailure: (error: unknown) => void;
 }
@@ -161,6 +163,18 @@ export class GuildSession {
     // The player goes idle (or the pending synthesis rejects as aborted); either path moves to the next item.
     this.player.stop(true);
     return true;
+  }
+
+  /**
+   * Drops a queued utterance that has not started playing (e.g. its message was deleted); aborts its synthesis.
+   * Returns false when no waiting utterance has that key.
+   */
+  withdraw(key: string): boolean {
+    const index = this.#waiting.findIndex((utterance) => utterance.request.key === key);
+    const [utterance] = index === -1 ? [] : this.#waiting.splice(index, 1);
+    utterance?.abort.abort();
+    if (utterance) this.#prefetch();
+    return utterance !== undefined;
   }
 
   /** Clears the queue and stops the current utterance; returns how many were dropped. */
