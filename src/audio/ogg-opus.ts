@@ -1,0 +1,349 @@
+import { Transform } from 'node:stream';
+import opus from '@discordjs/opus';
+import { type Logger, silentLogger } from '../log.ts';
+import { AudioFormatError, describeBytes } from './errors.ts';
+import { createOggPacketReader, type OggPacket } from './ogg-reader.ts';
+
+/** An Opus packet split into its frames (RFC 6716 §3). */
+export interface OpusPacketInfo {
+  /** The TOC configuration number, 0–31: mode (SILK, Hybrid, CELT), bandwidth and frame duration. */
+  readonly config: number;
+  /** The TOC stereo flag. */
+  readonly stereo: boolean;
+  /** Duration of each frame in milliseconds: 2.5, 5, 10, 20, 40 or 60. */
+  readonly frameMs: number;
+  /** The compressed frames, in order; a zero-length frame is a DTX or lost frame. */
+  readonly frames: Buffer[];
+}
+
+// RFC 6716 §3.1 Table 2, indexed by config: SILK 0–11, Hybrid 12–15, CELT 16–31.
+const FRAME_MS: readonly number[] = [
+  ...[10, 20, 40, 60, 10, 20, 40, 60, 10, 20, 40, 60],
+  ...[10, 20, 10, 20],
+  ...[2.5, 5, 10, 20, 2.5, 5, 10, 20, 2.5, 5, 10, 20, 2.5, 5, 10, 20],
+];
+// RFC 6716 §3.2: no frame is longer than 1275 bytes and no packet lasts more than 120 ms.
+const MAX_FRAME_BYTES = 1275;
+const MAX_PACKET_MS = 120;
+
+/** Parses an Opus packet's TOC and framing: frame duration (2.5–60 ms), frame count, and the frames (RFC 6716 §3.2). @throws AudioFormatError (`ERR_BAD_OPUS_PACKET`) for a malformed packet. */
+export function parseOpusPacket(packet: Buffer): OpusPacketInfo {
+  const toc = packet[0];
+  if (toc === undefined) throw badPacket('it is empty');
+  const config = toc >> 3;
+  const stereo = (toc & 0x04) !== 0;
+  const frameMs = FRAME_MS[config] ?? 20;
+  const code = toc & 0x03;
+  const frames: Buffer[] = [];
+  const body = packet.subarray(1);
+
+  if (code === 0) {
+    frames.push(body);
+  } else if (code === 1) {
+    if (body.length % 2 !== 0) throw badPacket(`code 1 needs an even payload, got ${body.length} bytes`);
+    const half = body.length / 2;
+    frames.push(body.subarray(0, half), body.subarray(half));
+  } else if (code === 2) {
+    const first = readFrameLength(body, 0);
+    const rest = body.subarray(first.bytes);
+    if (first.length > rest.length) throw badPacket(`code 2 first frame of ${first.length} bytes overruns`);
+    frames.push(rest.subarray(0, first.length), rest.subarray(first.length));
+  } else {
+    frames.push(...parseCode3(body, frameMs));
+  }
+  for (const frame of frames) {
+    if (frame.length > MAX_FRAME_BYTES) throw badPacket(`a frame of ${frame.length} bytes exceeds 1275`);
+  }
+  return { config, stereo, frameMs, frames };
+}
+
+function parseCode3(body: Buffer, frameMs: number): Buffer[] {
+  const header = body[0];
+  if (header === undefined) throw badPacket('code 3 lacks its frame count byte');
+  const vbr = (header & 0x80) !== 0;
+  const padded = (header & 0x40) !== 0;
+  const count = header & 0x3f;
+  if (count === 0) throw badPacket('code 3 with a frame count of 0');
+  if (count * frameMs > MAX_PACKET_MS) throw badPacket(`${count} frames of ${frameMs} ms exceed 120 ms`);
+  let position = 1;
+  let padding = 0;
+  if (padded) {
+    // Each padding-length byte of 255 means 254 bytes of padding and another length byte (§3.2.5).
+    for (;;) {
+      const value = body[position++];
+      if (value === undefined) throw badPacket('code 3 padding length runs past the end');
+      padding += value === 255 ? 254 : value;
+      if (value !== 255) break;
+    }
+  }
+  const end = body.length - padding;
+  if (end < position) throw badPacket(`code 3 padding of ${padding} bytes overruns the packet`);
+  const frames: Buffer[] = [];
+  if (!vbr) {
+    const available = end - position;
+    if (available % count !== 0) throw badPacket(`code 3 CBR: ${available} bytes do not split into ${count}`);
+    const size = available / count;
+    for (let i = 0; i < count; i++)
+      frames.push(body.subarray(position + i * size, position + (i + 1) * size));
+    return frames;
+  }
+  const sizes: number[] = [];
+  for (let i = 0; i < count - 1; i++) {
+    const length = readFrameLength(body.subarray(0, end), position);
+    position += length.bytes;
+    sizes.push(length.length);
+  }
+  for (const size of sizes) {
+    if (position + size > end) throw badPacket(`code 3 VBR frame of ${size} bytes overruns the packet`);
+    frames.push(body.subarray(position, position + size));
+    position += size;
+  }
+  frames.push(body.subarray(position, end));
+  return frames;
+}
+
+// RFC 6716 §3.2.1: one byte below 252, else two bytes (first + 4 × second).
+function readFrameLength(data: Buffer, at: number): { length: number; bytes: number } {
+  const first = data[at];
+  if (first === undefined) throw badPacket('a frame length runs past the end');
+  if (first < 252) return { length: first, bytes: 1 };
+  const second = data[at + 1];
+  if (second === undefined) throw badPacket('a two-byte frame length runs past the end');
+  return { length: first + 4 * second, bytes: 2 };
+}
+
+function badPacket(reason: string): AudioFormatError {
+  return new AudioFormatError('ERR_BAD_OPUS_PACKET', `Malformed Opus packet: ${reason}`);
+}
+
+/** What OpusHead (RFC 7845 §5.1) tells the packetizer. */
+interface OpusHead {
+  readonly channels: number;
+  readonly preSkip: number;
+  readonly inputSampleRate: number;
+}
+
+function parseOpusHead(packet: Buffer): OpusHead {
+  if (packet.length < 19 || !packet.subarray(0, 8).equals(OPUS_HEAD)) {
+    throw new AudioFormatError(
+      'ERR_NOT_OPUS',
+      `Ogg stream does not hold Opus: its first packet starts with ${describeBytes(packet.subarray(0, 8))}`,
+    );
+  }
+  const version = packet.readUInt8(8);
+  // RFC 7845 §5.1: the major version is the high nibble; only 0 is defined.
+  if (version >> 4 !== 0) throw new AudioFormatError('ERR_UNSUPPORTED_OPUS', `OpusHead version ${version}`);
+  const channels = packet.readUInt8(9);
+  const family = packet.readUInt8(18);
+  if (family !== 0 || channels < 1 || channels > 2) {
+    throw new AudioFormatError(
+      'ERR_UNSUPPORTED_OPUS',
+      `Unsupported Opus channel layout: ${channels} channels, mapping family ${family} (mono or stereo only)`,
+    );
+  }
+  return { channels, preSkip: packet.readUInt16LE(10), inputSampleRate: packet.readUInt32LE(12) };
+}
+
+const OPUS_HEAD = Buffer.from('OpusHead', 'latin1');
+// @discordjs/opus is CommonJS loading a native addon: Node's ESM loader sees only its default export.
+type OpusCodec = InstanceType<typeof opus.OpusEncoder>;
+// Discord plays one packet per 20 ms tick at 48 kHz.
+const RATE = 48_000;
+const FRAME_SAMPLES = 960;
+// libopus's encoder delay at 48 kHz (OPUS_GET_LOOKAHEAD, 2.5 ms + 4 ms); @discordjs/opus cannot query it.
+const ENCODER_LOOKAHEAD = 312;
+
+/** Options of {@link createOggOpusPacketizer}. */
+export interface OggOpusPacketizerOptions {
+  /** Where the stream's layout and the paths taken (passthrough, split, re-encoded) are logged at debug. */
+  readonly logger?: Logger;
+}
+
+type Phase = 'head' | 'tags' | 'audio';
+
+/** A Transform: Ogg Opus bytes in (any chunking), Opus packets out (object mode), each exactly 20 ms, in order.
+ * 20 ms single-frame packets pass byte-identical; multi-frame 20 ms packets are split without re-encoding;
+ * other frame durations are decoded and re-encoded at 20 ms. Errors are {@link AudioFormatError}s. */
+export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}): Transform {
+  const logger = options.logger ?? silentLogger;
+  const reader = createOggPacketReader();
+  let serial: number | undefined;
+  let firstPacket: Buffer | undefined;
+  let phase: Phase = 'head';
+  let head: OpusHead = { channels: 2, preSkip: 0, inputSampleRate: 0 };
+  const stats = { packets: 0, passthrough: 0, split: 0, reencoded: 0 };
+  let outputs = 0;
+
+  // Created on the first frame that is not 20 ms; kept for the whole stream so the codecs keep their state.
+  let codec: OpusCodec | undefined;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let skipSamples = 0;
+
+  const emit = (stream: Transform, packet: Buffer): void => {
+    outputs++;
+    stream.push(packet);
+  };
+
+  // Audio already passed through has used up the pre-skip: it is only dropped from decoded audio at the start.
+  const emitUntouched = (stream: Transform, packet: Buffer): void => {
+    skipSamples = 0;
+    emit(stream, packet);
+  };
+
+  const frameBytes = (): number => FRAME_SAMPLES * head.channels * 2;
+
+  const encodePending = (stream: Transform): void => {
+    if (codec === undefined || pendingBytes < frameBytes()) return;
+    let pcm = Buffer.concat(pending);
+    while (pcm.length >= frameBytes()) {
+      emit(
+        stream,
+        codecCall(() => codec?.encode(pcm.subarray(0, frameBytes()))),
+      );
+      stats.reencoded++;
+      pcm = pcm.subarray(frameBytes());
+    }
+    pending = pcm.length > 0 ? [pcm] : [];
+    pendingBytes = pcm.length;
+  };
+
+  const reencode = (stream: Transform, toc: number, frame: Buffer, frameMs: number): void => {
+    codec ??= new opus.OpusEncoder(RATE, head.channels);
+    const samples = (frameMs * RATE) / 1000;
+    // A zero-length frame is DTX or a lost frame: silence of its duration keeps the timing.
+    let pcm =
+      frame.length === 0
+        ? Buffer.alloc(samples * head.channels * 2)
+        : codecCall(() => codec?.decode(Buffer.concat([Buffer.of(toc & 0xfc), frame])));
+    if (skipSamples > 0) {
+      const skip = Math.min(skipSamples, pcm.length / (2 * head.channels));
+      skipSamples -= skip;
+      pcm = pcm.subarray(skip * 2 * head.channels);
+    }
+    pending.push(pcm);
+    pendingBytes += pcm.length;
+    encodePending(stream);
+  };
+
+  const flushReencoder = (stream: Transform): void => {
+    if (pendingBytes === 0 || codec === undefined) return;
+    // Pad so the encoder's lookahead is pushed out too, then to a whole 20 ms frame of silence.
+    const content = pendingBytes + ENCODER_LOOKAHEAD * 2 * head.channels;
+    const padded = Math.ceil(content / frameBytes()) * frameBytes();
+    pending.push(Buffer.alloc(padded - pendingBytes));
+    pendingBytes = padded;
+    encodePending(stream);
+  };
+
+  const onAudioPacket = (stream: Transform, packet: Buffer): void => {
+    // RFC 7845 §3: a zero-length Ogg packet carries no audio.
+    if (packet.length === 0) return;
+    stats.packets++;
+    const info = parseOpusPacket(packet);
+    const toc = packet.readUInt8(0);
+    if (info.frameMs === 20 && pendingBytes === 0) {
+      if (info.frames.length === 1) {
+        stats.passthrough++;
+        emitUntouched(stream, packet);
+      } else {
+        for (const frame of info.frames) {
+          stats.split++;
+          // Code 0 (count bits cleared) says "one frame": the rest of the packet is that frame.
+          emitUntouched(stream, Buffer.concat([Buffer.of(toc & 0xfc), frame]));
+        }
+      }
+      // A decoder that has seen earlier frames must also see these, or it would decode the next with stale state.
+      if (codec !== undefined) {
+        for (const frame of info.frames) {
+          if (frame.length > 0) codecCall(() => codec?.decode(Buffer.concat([Buffer.of(toc & 0xfc), frame])));
+        }
+      }
+      return;
+    }
+    for (const frame of info.frames) reencode(stream, toc, frame, info.frameMs);
+  };
+
+  const onPacket = (stream: Transform, packet: OggPacket): void => {
+    firstPacket ??= packet.data;
+    if (packet.bos && parseable(packet.data) && (serial === undefined || phase === 'audio')) {
+      // A new Opus stream (the first, or a chained one after the previous ended).
+      flushReencoder(stream);
+      codec = undefined;
+      head = parseOpusHead(packet.data);
+      serial = packet.serial;
+      phase = 'tags';
+      skipSamples = outputs === 0 ? head.preSkip : 0;
+      logger.debug('ogg opus stream', { serial, ...head });
+      return;
+    }
+    if (serial === undefined) {
+      // Other logical streams may start first (multiplexed Ogg), but only on beginning-of-stream pages.
+      if (packet.bos) return;
+      throw notOpus();
+    }
+    if (packet.serial !== serial) return;
+    if (phase === 'tags') {
+      // RFC 7845 §5.2: the second packet is OpusTags; its content does not matter for playback.
+      phase = 'audio';
+      return;
+    }
+    onAudioPacket(stream, packet.data);
+    if (packet.eos) flushReencoder(stream);
+  };
+
+  const notOpus = (): AudioFormatError =>
+    new AudioFormatError(
+      'ERR_NOT_OPUS',
+      `Ogg stream does not hold Opus (no OpusHead; first packet starts ${describeBytes((firstPacket ?? Buffer.alloc(0)).subarray(0, 8))})`,
+    );
+
+  const toError = (error: unknown): Error =>
+    error instanceof Error ? error : new AudioFormatError('ERR_OPUS_CODEC', String(error));
+
+  return new Transform({
+    readableObjectMode: true,
+    transform(chunk: Buffer | Uint8Array, _encoding, callback) {
+      try {
+        const bytes = Buffer.isBuffer(chunk)
+          ? chunk
+          : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+        for (const packet of reader.push(bytes)) onPacket(this, packet);
+        callback();
+      } catch (error) {
+        callback(toError(error));
+      }
+    },
+    flush(callback) {
+      try {
+        reader.end();
+        if (serial === undefined) {
+          throw notOpus();
+        }
+        if (phase !== 'audio')
+          throw new AudioFormatError('ERR_TRUNCATED', 'Ogg Opus stream ended before OpusTags');
+        flushReencoder(this);
+        logger.debug('ogg opus done', { ...stats, outputs });
+        callback();
+      } catch (error) {
+        callback(toError(error));
+      }
+    },
+  });
+}
+
+function parseable(packet: Buffer): boolean {
+  return packet.subarray(0, 8).equals(OPUS_HEAD);
+}
+
+function codecCall(call: () => Buffer | undefined): Buffer {
+  try {
+    const result = call();
+    if (result === undefined) throw new Error('codec released');
+    return result;
+  } catch (error) {
+    throw new AudioFormatError('ERR_OPUS_CODEC', `Opus codec failed: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+}

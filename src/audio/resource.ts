@@ -1,0 +1,60 @@
+import type { Readable } from 'node:stream';
+import { AudioResource } from '@discordjs/voice';
+import prism from 'prism-media';
+import { type Logger, silentLogger } from '../log.ts';
+import { AudioFormatError } from './errors.ts';
+import { createOggOpusPacketizer } from './ogg-opus.ts';
+import { createWavToPcm } from './wav.ts';
+
+/** The audio formats the TTS service sends: Ogg Opus, or RIFF PCM WAV. */
+export type SpeechFormat = 'opus' | 'wav';
+
+/** Options of {@link createSpeechResource}. */
+export interface SpeechResourceOptions<T> {
+  /** The container of `audio`: decides the pipeline. */
+  readonly format: SpeechFormat;
+  /** Attached to the resource as `resource.metadata`. */
+  readonly metadata: T;
+  /** Receives the pipeline's debug lines. */
+  readonly logger?: Logger;
+}
+
+// @discordjs/voice's default: frames of silence after the end, so the listener's decoder does not glitch.
+const SILENCE_PADDING_FRAMES = 5;
+
+/** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → createOggOpusPacketizer →
+ * Opus packets; WAV → createWavToPcm → prism's Opus encoder. No FFmpeg, no child process. An error on the input
+ * (e.g. a TTS timeout) destroys the play stream, which ends the resource.
+ * @throws AudioFormatError (`ERR_UNKNOWN_FORMAT`) for a format other than 'opus' or 'wav', before playing. */
+export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOptions<T>): AudioResource<T> {
+  const logger = o.logger ?? silentLogger;
+  // The resource is built directly rather than through createAudioResource: finding a pipeline there probes
+  // for FFmpeg with a synchronous `ffmpeg -h` child process on first use, which these inputs never need.
+  switch (o.format) {
+    case 'opus':
+      return new AudioResource<T>(
+        [],
+        [audio, createOggOpusPacketizer({ logger })],
+        o.metadata,
+        SILENCE_PADDING_FRAMES,
+      );
+    case 'wav':
+      return new AudioResource<T>(
+        [],
+        [
+          audio,
+          createWavToPcm({ logger }),
+          // The same encoder @discordjs/voice puts on its Raw → Opus edge; the resource exposes it as `encoder`.
+          new prism.opus.Encoder({ rate: 48_000, channels: 2, frameSize: 960 }),
+        ],
+        o.metadata,
+        SILENCE_PADDING_FRAMES,
+      );
+    default:
+      audio.destroy();
+      throw new AudioFormatError(
+        'ERR_UNKNOWN_FORMAT',
+        `Unknown audio format ${JSON.stringify(o.format satisfies never)}: expected 'opus' or 'wav'`,
+      );
+  }
+}

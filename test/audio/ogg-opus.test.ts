@@ -1,0 +1,284 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createOggOpusPacketizer, parseOpusPacket } from '../../src/audio/ogg-opus.ts';
+import { encodeTone, oggCrc, writeOggOpus } from '../emulators/tts/ogg.ts';
+import { analyse, decodeOpus } from '../support/audio.ts';
+import { demuxWithPrism, readOggOpus } from '../support/ogg.ts';
+import { captureLogger, chunked, encodeFrames, randomChunks, runTransform } from './helpers.ts';
+
+const bytes = (...values: number[]): Buffer => Buffer.from(values);
+const filled = (length: number, value: number): number[] => new Array<number>(length).fill(value);
+const toc = (config: number, code: number, stereo = false): number => (config << 3) | (stereo ? 4 : 0) | code;
+
+describe('parseOpusPacket', () => {
+  it.each([
+    // [name, packet, frameMs, stereo, frame lengths]
+    ['code 0, CELT FB 20 ms', bytes(toc(31, 0), 1, 2, 3), 20, false, [3]],
+    ['code 0, stereo flag', bytes(toc(31, 0, true), 9), 20, true, [1]],
+    ['code 0, TOC only (DTX)', bytes(toc(31, 0)), 20, false, [0]],
+    ['code 1, two equal frames', bytes(toc(30, 1), 1, 2, 3, 4), 10, false, [2, 2]],
+    ['code 2, one-byte length', bytes(toc(15, 2), 2, 1, 2, 3, 4, 5), 20, false, [2, 3]],
+    ['code 2, two-byte length', bytes(toc(31, 2), 252, 1, ...filled(256, 7), 8), 20, false, [256, 1]],
+    ['code 3 CBR', bytes(toc(31, 3), 0x03, 1, 2, 3, 4, 5, 6), 20, false, [2, 2, 2]],
+    ['code 3 CBR + padding', bytes(toc(31, 3), 0x43, 2, 1, 2, 3, 4, 5, 6, 0, 0), 20, false, [2, 2, 2]],
+    [
+      'code 3 padding 255 chain',
+      bytes(toc(31, 3), 0x41, 255, 1, 1, 2, 3, 4, ...filled(255, 0)),
+      20,
+      false,
+      [4],
+    ],
+    ['code 3 VBR', bytes(toc(31, 3), 0x83, 1, 2, 1, 2, 3, 4, 5, 6), 20, false, [1, 2, 3]],
+    ['code 3 VBR + padding', bytes(toc(31, 3), 0xc2, 1, 1, 1, 2, 0), 20, false, [1, 1]],
+    ['SILK NB 10 ms (config 0)', bytes(toc(0, 0), 1), 10, false, [1]],
+    ['SILK NB 40 ms (config 2)', bytes(toc(2, 0), 1), 40, false, [1]],
+    ['SILK NB 60 ms (config 3)', bytes(toc(3, 0), 1), 60, false, [1]],
+    ['SILK MB 40 ms (config 6)', bytes(toc(6, 0), 1), 40, false, [1]],
+    ['SILK MB 60 ms (config 7)', bytes(toc(7, 0), 1), 60, false, [1]],
+    ['SILK WB 40 ms (config 10)', bytes(toc(10, 0), 1), 40, false, [1]],
+    ['SILK WB 60 ms (config 11)', bytes(toc(11, 0), 1), 60, false, [1]],
+    ['Hybrid SWB 10 ms (config 12)', bytes(toc(12, 0), 1), 10, false, [1]],
+    ['Hybrid FB 20 ms (config 15)', bytes(toc(15, 0), 1), 20, false, [1]],
+    ['CELT NB 2.5 ms (config 16)', bytes(toc(16, 0), 1), 2.5, false, [1]],
+    ['CELT WB 5 ms (config 21)', bytes(toc(21, 0), 1), 5, false, [1]],
+    ['CELT SWB 10 ms (config 26)', bytes(toc(26, 0), 1), 10, false, [1]],
+    ['SILK 60 ms × 2 = 120 ms (the maximum)', bytes(toc(3, 3), 0x02, 1, 2), 60, false, [1, 1]],
+  ])('%s', (_name, packet, frameMs, stereo, lengths) => {
+    const info = parseOpusPacket(packet);
+    expect(info.config).toBe((packet[0] ?? 0) >> 3);
+    expect(info.frameMs).toBe(frameMs);
+    expect(info.stereo).toBe(stereo);
+    expect(info.frames.map((f) => f.length)).toEqual(lengths);
+  });
+
+  it('returns the frame bytes themselves, in order', () => {
+    const info = parseOpusPacket(bytes(toc(31, 3), 0x83, 1, 2, 0xa, 0xb, 0xc, 0xd, 0xe, 0xf));
+    expect(info.frames.map((f) => [...f])).toEqual([[0xa], [0xb, 0xc], [0xd, 0xe, 0xf]]);
+  });
+
+  it.each([
+    ['empty packet', bytes(), /empty/],
+    ['code 1 with an odd payload', bytes(toc(31, 1), 1, 2, 3), /even/],
+    ['code 2 first length overruns', bytes(toc(31, 2), 9, 1, 2), /overruns/],
+    ['code 2 missing length', bytes(toc(31, 2)), /runs past/],
+    ['code 3 without count byte', bytes(toc(31, 3)), /frame count byte/],
+    ['code 3 with zero frames', bytes(toc(31, 3), 0x00), /count of 0/],
+    ['code 3 longer than 120 ms', bytes(toc(3, 3), 0x03, 1, 2, 3), /120 ms/],
+    ['code 3 CBR not divisible', bytes(toc(31, 3), 0x02, 1, 2, 3), /do not split/],
+    ['code 3 padding overruns', bytes(toc(31, 3), 0x41, 200, 1), /padding/],
+    ['code 3 VBR frame overruns', bytes(toc(31, 3), 0x82, 9, 1), /overruns/],
+    ['a frame over 1275 bytes', bytes(toc(31, 0), ...filled(1276, 1)), /1275/],
+  ])('rejects %s', (_name, packet, message) => {
+    expect(() => parseOpusPacket(packet)).toThrow(message);
+    expect(() => parseOpusPacket(packet)).toThrow(expect.objectContaining({ code: 'ERR_BAD_OPUS_PACKET' }));
+  });
+});
+
+const oggFile = (o: Parameters<typeof writeOggOpus>[0]): Buffer => Buffer.concat(writeOggOpus(o));
+
+const packetize = (data: Buffer | Buffer[], logger = captureLogger().logger): Promise<Buffer[]> =>
+  runTransform<Buffer>(createOggOpusPacketizer({ logger }), Array.isArray(data) ? data : [data]);
+
+// The packetizer's own account of the paths it took, from its final debug line.
+async function packetizeWithStats(data: Buffer | Buffer[]) {
+  const { logger, lines } = captureLogger();
+  const packets = await packetize(data, logger);
+  const done = lines.find((line) => line.msg === 'ogg opus done');
+  return { packets, stats: done as { passthrough: number; split: number; reencoded: number } };
+}
+
+const durations = (packets: Buffer[]): Set<string> =>
+  new Set(packets.map((p) => `${parseOpusPacket(p).frames.length}x${parseOpusPacket(p).frameMs}`));
+
+describe('createOggOpusPacketizer: 20 ms passthrough', () => {
+  it.each([
+    ['mono, one packet per page', 1, 1],
+    ['mono, 10 packets per page', 1, 10],
+    ['stereo, 4 packets per page', 2, 4],
+  ] as const)('%s: packets come out byte-identical to the Ogg packets', async (_name, channels, perPage) => {
+    const packets = encodeTone({ hz: 440, durationMs: 1000, frameMs: 20, channels });
+    const file = oggFile({ packets, channels, frameSamples: 960, packetsPerPage: perPage });
+    const { packets: out, stats } = await packetizeWithStats(file);
+    expect(out).toEqual(readOggOpus(file).packets);
+    expect(out).toEqual(packets);
+    expect(stats).toMatchObject({ passthrough: packets.length, split: 0, reencoded: 0 });
+  });
+
+  it('emits packets while the input is still arriving', async () => {
+    const file = oggFile({
+      packets: encodeTone({ hz: 440, durationMs: 400, frameMs: 20, channels: 1 }),
+      channels: 1,
+      frameSamples: 960,
+    });
+    const packetizer = createOggOpusPacketizer();
+    const first = new Promise<Buffer>((resolve) => packetizer.once('data', resolve));
+    // Only the first half of the file; the input stays open.
+    packetizer.write(file.subarray(0, file.length / 2));
+    expect((await first).length).toBeGreaterThan(0);
+    packetizer.destroy();
+  });
+});
+
+describe('createOggOpusPacketizer: packets continued across pages', () => {
+  // 128 kbit/s CBR makes 320-byte packets; pages capped at 600 bytes split them across pages.
+  const packets = encodeTone({ hz: 440, durationMs: 1000, frameMs: 20, channels: 2, bitrate: 128_000 });
+  const file = oggFile({ packets, channels: 2, frameSamples: 960, continuedPackets: true });
+
+  it('the fixture really continues packets, and prism-media loses them', async () => {
+    const pages = readOggOpus(file).pages;
+    expect(pages.filter((p) => p.continued).length).toBeGreaterThan(10);
+    const prismPackets = await demuxWithPrism(file, { timeoutMs: 2000 });
+    console.log(`prism OggDemuxer: ${prismPackets.length} of ${packets.length} packets`);
+    expect(prismPackets.length).toBeLessThan(packets.length);
+  });
+
+  it.each([
+    ['1-byte chunks', chunked(file, 1)],
+    ['7-byte chunks', chunked(file, 7)],
+    ['the whole file at once', [file]],
+    ['random chunk sizes (seed 1)', randomChunks(file, 1)],
+    ['random chunk sizes (seed 42)', randomChunks(file, 42, 2000)],
+  ])('reassembles them from %s', async (_name, chunks) => {
+    const out = await packetize(chunks);
+    expect(out).toEqual(readOggOpus(file).packets);
+    expect(out).toEqual(packets);
+  });
+});
+
+describe('createOggOpusPacketizer: packets that are not one 20 ms frame', () => {
+  it.each([40, 60] as const)(
+    '%i ms CELT packets (code 2/3) are split losslessly into 20 ms frames',
+    async (frameMs) => {
+      const packets = encodeTone({ hz: 440, durationMs: 1000, frameMs, channels: 1 });
+      expect(parseOpusPacket(packets[3] ?? Buffer.alloc(0)).frames.length).toBe(frameMs / 20);
+      const file = oggFile({ packets, channels: 1, frameSamples: 48 * frameMs });
+      const { packets: out, stats } = await packetizeWithStats(file);
+
+      expect(durations(out)).toEqual(new Set(['1x20']));
+      expect(out.length).toBe((packets.length * frameMs) / 20);
+      expect(stats).toMatchObject({ passthrough: 0, split: out.length, reencoded: 0 });
+      // Without re-encoding the decoder hears exactly the same audio.
+      expect(decodeOpus(out)).toEqual(decodeOpus(packets));
+      const heard = analyse(decodeOpus(out));
+      expect(heard.segments).toHaveLength(1);
+      expect(heard.segments[0]?.dominantHz).toBeCloseTo(440, -1);
+    },
+  );
+
+  it.each([
+    ['SILK 40 ms (config 2)', 40, true],
+    ['SILK 60 ms (config 3)', 60, true],
+    ['SILK 10 ms (config 0)', 10, true],
+    ['CELT 10 ms (config 30)', 10, false],
+  ] as const)('%s frames are decoded and re-encoded at 20 ms', async (_name, frameMs, voip) => {
+    const hz = 300;
+    const packets = encodeFrames({ hz, durationMs: 1000, frameMs, voip });
+    expect(parseOpusPacket(packets[3] ?? Buffer.alloc(0)).frameMs).toBe(frameMs);
+    const file = oggFile({ packets, channels: 1, frameSamples: 48 * frameMs });
+    const { packets: out, stats } = await packetizeWithStats(file);
+
+    expect(durations(out)).toEqual(new Set(['1x20']));
+    expect(stats).toMatchObject({ passthrough: 0, split: 0, reencoded: out.length });
+    const inputMs = packets.length * frameMs;
+    // Pre-skip (312 samples) dropped, encoder lookahead (312) added, tail padded to a whole 20 ms.
+    expect(out.length).toBe(Math.ceil(inputMs / 20));
+    const heard = analyse(decodeOpus(out));
+    const original = analyse(decodeOpus(packets));
+    console.log(
+      `${_name}: ${packets.length} packets → ${out.length}; sound ${heard.soundMs} ms (input decodes to ${original.soundMs} ms)`,
+    );
+    expect(heard.segments).toHaveLength(1);
+    expect(heard.segments[0]?.dominantHz).toBeGreaterThan(hz * 0.97);
+    expect(heard.segments[0]?.dominantHz).toBeLessThan(hz * 1.03);
+    expect(Math.abs(heard.soundMs - original.soundMs)).toBeLessThan(25);
+  });
+
+  it('a stream mixing 20 ms and 60 ms packets stays in order and whole', async () => {
+    const silk20 = encodeFrames({ hz: 300, durationMs: 400, frameMs: 20, voip: true });
+    const silk60 = encodeFrames({ hz: 300, durationMs: 400, frameMs: 60, voip: true });
+    const packets = [...silk20, ...silk60, ...silk20];
+    const file = oggFile({ packets, channels: 1, frameSamples: 960 });
+    const { packets: out, stats } = await packetizeWithStats(file);
+    expect(durations(out)).toEqual(new Set(['1x20']));
+    expect(out.slice(0, silk20.length)).toEqual(silk20);
+    expect(stats.passthrough + stats.reencoded).toBe(out.length);
+    expect(out.length).toBe(Math.ceil((silk20.length * 2 * 20 + silk60.length * 60) / 20));
+  });
+});
+
+describe('createOggOpusPacketizer: errors', () => {
+  const packets = encodeTone({ hz: 440, durationMs: 200, frameMs: 20, channels: 1 });
+  const pages = writeOggOpus({ packets, channels: 1, frameSamples: 960 });
+  const file = Buffer.concat(pages);
+
+  const withPage = (index: number, change: (page: Buffer) => void, fixCrc: boolean): Buffer => {
+    const copy = pages.map((p) => Buffer.from(p));
+    const page = copy[index] ?? Buffer.alloc(0);
+    change(page);
+    if (fixCrc) {
+      page.writeUInt32LE(0, 22);
+      page.writeUInt32LE(oggCrc(page), 22);
+    }
+    return Buffer.concat(copy);
+  };
+
+  it.each([
+    [
+      'a WAV file',
+      Buffer.from('RIFF\x24\x00\x00\x00WAVEfmt ', 'latin1'),
+      'ERR_NOT_OGG',
+      /Not an Ogg stream.*RIFF/,
+    ],
+    ['an HTML error page', Buffer.from('<html>502 Bad Gateway</html>'), 'ERR_NOT_OGG', /<html/],
+    [
+      'a flipped byte in an audio page',
+      withPage(4, (p) => p.writeUInt8((p[40] ?? 0) ^ 0xff, 40), false),
+      'ERR_OGG_CRC',
+      /bad CRC/,
+    ],
+    [
+      'Vorbis instead of Opus',
+      withPage(0, (p) => p.write('\x01vorbis!', 28, 'latin1'), true),
+      'ERR_NOT_OPUS',
+      /does not hold Opus/,
+    ],
+    [
+      'a 6-channel OpusHead',
+      withPage(0, (p) => p.writeUInt8(6, 28 + 9), true),
+      'ERR_UNSUPPORTED_OPUS',
+      /6 channels/,
+    ],
+    ['a file cut inside a page', file.subarray(0, file.length - 10), 'ERR_TRUNCATED', /inside a page/],
+    ['a file cut after OpusHead', pages[0] ?? Buffer.alloc(0), 'ERR_TRUNCATED', /OpusTags/],
+    [
+      'a missing page',
+      Buffer.concat([...pages.slice(0, 3), ...pages.slice(4)]),
+      'ERR_OGG_CORRUPT',
+      /expected page 3/,
+    ],
+    ['an empty body', Buffer.alloc(0), 'ERR_NOT_OPUS', /no OpusHead/],
+  ])('%s is a readable error', async (_name, data, code, message) => {
+    const failure = packetize(chunked(data, 5));
+    await expect(failure).rejects.toThrow(message);
+    await expect(failure).rejects.toMatchObject({ name: 'AudioFormatError', code });
+  });
+
+  it('a malformed Opus packet in the stream is an error', async () => {
+    const bad = oggFile({
+      packets: [...packets.slice(0, 2), bytes(toc(31, 3), 0x00)],
+      channels: 1,
+      frameSamples: 960,
+    });
+    await expect(packetize(bad)).rejects.toMatchObject({ code: 'ERR_BAD_OPUS_PACKET' });
+  });
+
+  it('fails as soon as the first bytes are wrong, without waiting for the end', async () => {
+    const packetizer = createOggOpusPacketizer();
+    const failed = new Promise<Error>((resolve) => packetizer.once('error', resolve));
+    const input = new PassThrough();
+    input.pipe(packetizer);
+    input.write(Buffer.from('<!DOCTYPE html>'));
+    expect(await failed).toMatchObject({ code: 'ERR_NOT_OGG' });
+    input.destroy();
+  });
+});

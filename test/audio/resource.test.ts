@@ -1,0 +1,115 @@
+import childProcess from 'node:child_process';
+import { PassThrough, Readable } from 'node:stream';
+import { createAudioResource, StreamType } from '@discordjs/voice';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseOpusPacket } from '../../src/audio/ogg-opus.ts';
+import { createSpeechResource } from '../../src/audio/resource.ts';
+import { encodeTone, toneSamples, writeOggOpus } from '../emulators/tts/ogg.ts';
+import { analyse, decodeOpus } from '../support/audio.ts';
+import { chunked } from './helpers.ts';
+import { wavFile } from './wav-fixtures.ts';
+
+const SPAWNERS = ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork'] as const;
+
+// Every way Node starts a child process, watched; the FFmpeg probe uses spawnSync, FFmpeg itself spawn.
+function watchChildProcesses() {
+  return SPAWNERS.map((name) =>
+    vi.spyOn(childProcess, name).mockImplementation((() => {
+      throw new Error(`child_process.${name} called`);
+    }) as never),
+  );
+}
+
+const spawnCount = (spies: ReturnType<typeof watchChildProcesses>): number =>
+  spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
+
+async function readAll(stream: Readable): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  for await (const packet of stream) out.push(packet as Buffer);
+  return out;
+}
+
+const oggPackets = encodeTone({ hz: 440, durationMs: 600, frameMs: 20, channels: 1 });
+const oggBody = Buffer.concat(
+  writeOggOpus({
+    packets: oggPackets,
+    channels: 1,
+    frameSamples: 960,
+    continuedPackets: true,
+    maxBodyBytes: 100,
+  }),
+);
+const wavBody = wavFile(toneSamples({ hz: 440, durationMs: 600, sampleRate: 24_000, channels: 1 }), {
+  sampleRate: 24_000,
+  channels: 1,
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('createSpeechResource', () => {
+  it('Ogg: the play stream yields the 20 ms Opus packets of the file, with the metadata attached', async () => {
+    const spies = watchChildProcesses();
+    const resource = createSpeechResource(Readable.from(chunked(oggBody, 333)), {
+      format: 'opus',
+      metadata: { messageId: '42' },
+    });
+    expect(resource.metadata).toEqual({ messageId: '42' });
+    expect(await readAll(resource.playStream)).toEqual(oggPackets);
+    expect(resource.encoder).toBeUndefined();
+    expect(spawnCount(spies)).toBe(0);
+  });
+
+  it('WAV: the play stream yields 20 ms Opus packets from prism’s encoder, holding the tone', async () => {
+    const spies = watchChildProcesses();
+    const resource = createSpeechResource(Readable.from(chunked(wavBody, 1000)), {
+      format: 'wav',
+      metadata: 7,
+    });
+    const packets = await readAll(resource.playStream);
+    expect(resource.encoder).toBeDefined();
+    expect(
+      new Set(packets.map((p) => parseOpusPacket(p).frameMs * parseOpusPacket(p).frames.length)),
+    ).toEqual(new Set([20]));
+    expect(packets.length).toBe(30);
+    const heard = analyse(decodeOpus(packets, 2));
+    expect(heard.segments).toHaveLength(1);
+    expect(heard.segments[0]?.dominantHz).toBeCloseTo(440, -1);
+    expect(spawnCount(spies)).toBe(0);
+  });
+
+  it('the spy is real: @discordjs/voice’s own createAudioResource probes for FFmpeg with a child process', () => {
+    const spies = watchChildProcesses();
+    createAudioResource(new PassThrough(), { inputType: StreamType.Opus });
+    expect(spawnCount(spies)).toBeGreaterThan(0);
+  });
+
+  it.each(['opus', 'wav'] as const)('%s: an error on the input ends the resource', async (format) => {
+    const input = new PassThrough();
+    const resource = createSpeechResource(input, { format, metadata: null });
+    const failed = new Promise<Error>((resolve) => resource.playStream.once('error', resolve));
+    input.write(format === 'opus' ? oggBody.subarray(0, 500) : wavBody.subarray(0, 5000));
+    input.destroy(new Error('TTS body timed out'));
+    expect((await failed).message).toBe('TTS body timed out');
+    expect(resource.ended).toBe(true);
+  });
+
+  it('a corrupt body ends the resource with a readable error', async () => {
+    const resource = createSpeechResource(Readable.from([Buffer.from('{"error":"quota"}')]), {
+      format: 'opus',
+      metadata: null,
+    });
+    const failed = new Promise<Error>((resolve) => resource.playStream.once('error', resolve));
+    expect(await failed).toMatchObject({ code: 'ERR_NOT_OGG' });
+    expect(resource.ended).toBe(true);
+  });
+
+  it('an unknown format is refused before playing, and the input is released', () => {
+    const input = new PassThrough();
+    expect(() => createSpeechResource(input, { format: 'mp3' as never, metadata: null })).toThrow(
+      expect.objectContaining({ code: 'ERR_UNKNOWN_FORMAT', message: expect.stringMatching(/"mp3"/) }),
+    );
+    expect(input.destroyed).toBe(true);
+  });
+});
