@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.ts';
+
+const TOKEN = `${'M'.repeat(24)}.${'a'.repeat(6)}.${'b'.repeat(38)}`;
+const KEY = 'ttsprov_live_0123456789abcdef0123';
+const valid = {
+  DISCORD_TOKEN: TOKEN,
+  DISCORD_APPLICATION_ID: '123456789012345678',
+  TTS_BASE_URL: 'https://tts.example/gateway/v1/',
+  TTS_API_KEY: KEY,
+};
+
+describe('parseConfig', () => {
+  it('applies the documented defaults', () => {
+    const result = parseConfig(valid);
+    expect(result).toMatchObject({
+      ok: true,
+      value: {
+        discord: { token: TOKEN, applicationId: '123456789012345678', restUrl: undefined },
+        tts: { baseUrl: 'https://tts.example/gateway/v1', form: 'current', defaultSpeaker: undefined },
+        databasePath: './data/herald.sqlite',
+        logLevel: 'info',
+        idleTimeoutMs: 300_000,
+      },
+    });
+  });
+
+  it('reads every optional variable', () => {
+    const result = parseConfig({
+      ...valid,
+      DISCORD_REST_URL: 'http://127.0.0.1:9/api',
+      TTS_API_FORM: 'variant',
+      TTS_DEFAULT_SPEAKER: 'Ada',
+      DATABASE_URL: 'sqlite:/var/lib/herald/db.sqlite',
+      LOG_LEVEL: 'DEBUG',
+      IDLE_TIMEOUT_SECONDS: '60',
+    });
+    expect(result).toMatchObject({
+      ok: true,
+      value: {
+        discord: { restUrl: 'http://127.0.0.1:9/api' },
+        tts: { form: 'variant', defaultSpeaker: 'Ada' },
+        databasePath: '/var/lib/herald/db.sqlite',
+        logLevel: 'debug',
+        idleTimeoutMs: 60_000,
+      },
+    });
+  });
+
+  it('lists every problem at once, each naming its variable', () => {
+    const result = parseConfig({
+      DISCORD_APPLICATION_ID: 'abc',
+      DISCORD_REST_URL: 'ftp://x',
+      TTS_API_KEY: 'not-a-key-but-a-secret-value',
+      DATABASE_URL: 'postgres://db/herald',
+      LOG_LEVEL: 'loud',
+      IDLE_TIMEOUT_SECONDS: 'soon',
+    });
+    expect(result.ok).toBe(false);
+    const problems = result.ok ? [] : result.problems;
+    for (const name of [
+      'DISCORD_TOKEN',
+      'DISCORD_APPLICATION_ID',
+      'DISCORD_REST_URL',
+      'TTS_BASE_URL',
+      'TTS_API_KEY',
+      'DATABASE_URL',
+      'LOG_LEVEL',
+      'IDLE_TIMEOUT_SECONDS',
+    ]) {
+      expect(
+        problems.some((problem) => problem.startsWith(name)),
+        name,
+      ).toBe(true);
+    }
+    expect(problems.join('\n')).not.toContain('not-a-key-but-a-secret-value');
+  });
+
+  it('never echoes a malformed token', () => {
+    const result = parseConfig({ ...valid, DISCORD_TOKEN: 'short-secret-token' });
+    expect(result.ok).toBe(false);
+    expect(JSON.stringify(result)).not.toContain('short-secret-token');
+  });
+});
