@@ -24,8 +24,14 @@ export class AudioFormatError extends Error {
   }
 }
 
-/** Shows the first bytes of a buffer as text when printable and hex otherwise, for error messages. */
+/** Shows bytes for an error message: printable ASCII as is, anything else as `\xHH`, all in quotes. */
 export function describeBytes(bytes: Buffer): string {
-  const printable = bytes.every((byte) => byte >= 0x20 && byte < 0x7f);
-  return printable ? JSON.stringify(bytes.toString('latin1')) : `0x${bytes.toString('hex')}`;
+  let text = '';
+  for (const byte of bytes) {
+    text +=
+      byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c
+        ? String.fromCharCode(byte)
+        : `\\x${byte.toString(16).padStart(2, '0')}`;
+  }
+  return `"${text}"`;
 }

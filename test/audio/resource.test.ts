@@ -1,6 +1,12 @@
 import childProcess from 'node:child_process';
 import { PassThrough, Readable } from 'node:stream';
-import { createAudioResource, StreamType } from '@discordjs/voice';
+import {
+  AudioPlayerStatus,
+  createAudioPlayer,
+  createAudioResource,
+  NoSubscriberBehavior,
+  StreamType,
+} from '@discordjs/voice';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseOpusPacket } from '../../src/audio/ogg-opus.ts';
 import { createSpeechResource } from '../../src/audio/resource.ts';
@@ -79,6 +85,19 @@ describe('createSpeechResource', () => {
     expect(spawnCount(spies)).toBe(0);
   });
 
+  it('an AudioPlayer plays a file of 60 ms packets for its real length (one 20 ms packet per tick)', async () => {
+    const packets = encodeTone({ hz: 440, durationMs: 600, frameMs: 60, channels: 1 });
+    const body = Buffer.concat(writeOggOpus({ packets, channels: 1, frameSamples: 2880 }));
+    const resource = createSpeechResource(Readable.from([body]), { format: 'opus', metadata: null });
+    // No voice connection here: "play" makes the player read a packet every 20 ms tick all the same.
+    const player = createAudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Play } });
+    const idle = new Promise<void>((resolve) => player.once(AudioPlayerStatus.Idle, () => resolve()));
+    player.play(resource);
+    await idle;
+    // Each 60 ms packet must last three ticks; unsplit, it would count as one (20 ms).
+    expect(resource.playbackDuration).toBe(packets.length * 60);
+  });
+
   it('the spy is real: @discordjs/voice’s own createAudioResource probes for FFmpeg with a child process', () => {
     const spies = watchChildProcesses();
     createAudioResource(new PassThrough(), { inputType: StreamType.Opus });
@@ -94,6 +113,20 @@ describe('createSpeechResource', () => {
     expect((await failed).message).toBe('TTS body timed out');
     expect(resource.ended).toBe(true);
   });
+
+  it.each(['opus', 'wav'] as const)(
+    '%s: destroying the play stream (a skip) releases the input',
+    async (format) => {
+      const input = new PassThrough();
+      const resource = createSpeechResource(input, { format, metadata: null });
+      resource.playStream.on('error', () => {});
+      const closed = new Promise<void>((resolve) => input.once('close', resolve));
+      input.write(format === 'opus' ? oggBody.subarray(0, 500) : wavBody.subarray(0, 5000));
+      resource.playStream.destroy();
+      await closed;
+      expect(input.destroyed).toBe(true);
+    },
+  );
 
   it('a corrupt body ends the resource with a readable error', async () => {
     const resource = createSpeechResource(Readable.from([Buffer.from('{"error":"quota"}')]), {
