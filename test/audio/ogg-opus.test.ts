@@ -206,6 +206,36 @@ describe('createOggOpusPacketizer: packets that are not one 20 ms frame', () => 
   });
 });
 
+describe('createOggOpusPacketizer: several logical streams', () => {
+  const first = encodeTone({ hz: 440, durationMs: 200, frameMs: 20, channels: 1 });
+  const second = encodeTone({ hz: 660, durationMs: 200, frameMs: 20, channels: 2 });
+
+  it('chained streams (one file after another) play one after the other', async () => {
+    const file = Buffer.concat([
+      oggFile({ packets: first, channels: 1, frameSamples: 960, serial: 1 }),
+      oggFile({ packets: second, channels: 2, frameSamples: 960, serial: 2 }),
+    ]);
+    expect(await packetize(chunked(file, 100))).toEqual([...first, ...second]);
+  });
+
+  it('a multiplexed non-Opus stream is ignored', async () => {
+    const other = writeOggOpus({ packets: second, channels: 2, frameSamples: 960, serial: 7 });
+    const bos = other[0] ?? Buffer.alloc(0);
+    // Make it look like another codec, with a valid CRC.
+    bos.write('\x80theora!', 28, 'latin1');
+    bos.writeUInt32LE(0, 22);
+    bos.writeUInt32LE(oggCrc(bos), 22);
+    const opusPages = writeOggOpus({ packets: first, channels: 1, frameSamples: 960, serial: 8 });
+    // RFC 3533 §4: all beginning-of-stream pages come first, then pages of the streams interleave.
+    const interleaved: Buffer[] = [bos, opusPages[0] ?? Buffer.alloc(0)];
+    for (let i = 1; i < Math.max(other.length, opusPages.length); i++) {
+      for (const pages of [other, opusPages])
+        if (pages[i] !== undefined) interleaved.push(pages[i] as Buffer);
+    }
+    expect(await packetize(Buffer.concat(interleaved))).toEqual(first);
+  });
+});
+
 describe('createOggOpusPacketizer: errors', () => {
   const packets = encodeTone({ hz: 440, durationMs: 200, frameMs: 20, channels: 1 });
   const pages = writeOggOpus({ packets, channels: 1, frameSamples: 960 });
