@@ -192,6 +192,8 @@ export interface TtsEmulator {
   ): void;
   /** Sum charged over all recorded requests, in USD. */
   totalChargedUsd(): number;
+  /** Responses not yet finished or abandoned (0 once every client got its body or hung up). */
+  openResponses(): number;
   /** Stops listening, ends open streams and connections. */
   close(): Promise<void>;
 }
@@ -465,6 +467,9 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
     },
     totalChargedUsd() {
       return fromMicros(requests.reduce((sum, r) => sum + toMicros(r.chargedUsd), 0));
+    },
+    openResponses() {
+      return inFlight.size;
     },
     async close() {
       for (const controller of inFlight) controller.abort();
