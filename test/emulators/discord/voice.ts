@@ -1,0 +1,358 @@
+import { createDecipheriv, randomBytes, randomInt } from 'node:crypto';
+import dgram from 'node:dgram';
+import https from 'node:https';
+import { performance } from 'node:perf_hooks';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { randomToken } from './model.ts';
+
+/** One decrypted RTP packet as the emulator received it. */
+export interface CapturedFrame {
+  /** The Opus frame, byte for byte as the bot sent it. */
+  readonly opus: Buffer;
+  /** `performance.now()` when the datagram arrived. */
+  readonly receivedAt: number;
+  readonly ssrc: number;
+  readonly seq: number;
+  readonly timestamp: number;
+  /** The 3-byte Opus silence frame `F8 FF FE` that @discordjs/voice sends after a clip. */
+  readonly silence: boolean;
+}
+
+/** What the voice server reports to the emulator, per guild. */
+export interface VoiceServerEvents {
+  onFrame(guildId: string, frame: CapturedFrame): void;
+  onSpeaking(guildId: string, speaking: number): void;
+  onConnectedChange(guildId: string, connected: boolean): void;
+}
+
+/** Options of {@link createVoiceServer}. */
+export interface VoiceServerOptions {
+  readonly cert: string;
+  readonly key: string;
+  /** The voice HELLO's heartbeat interval; Discord uses 13750 ms. */
+  readonly heartbeatIntervalMs: number;
+  readonly events: VoiceServerEvents;
+}
+
+/** The emulated voice server: voice gateway v8 over TLS plus the UDP media socket. */
+export interface VoiceServer {
+  /** `host:port` for VOICE_SERVER_UPDATE. */
+  readonly endpoint: string;
+  /** Issues a fresh voice token for the bot's join of `guildId` under gateway session `sessionId`. */
+  allocate(guildId: string, userId: string, sessionId: string): string;
+  /** Forgets the guild's allocation (the bot left) so a stale IDENTIFY or RESUME is refused. */
+  release(guildId: string): void;
+  /** Closes the guild's open voice websocket with `code`; false if none was open. */
+  closeSocket(guildId: string, code: number, reason?: string): boolean;
+  isConnected(guildId: string): boolean;
+  dropHeartbeats(on: boolean): void;
+  /** Holds HELLO back by `ms` on every new voice websocket (0: no delay). */
+  delayHandshake(ms: number): void;
+  /** Packets that failed to decrypt or matched no session (should stay 0). */
+  readonly rejected: { count: number };
+  close(): Promise<void>;
+}
+
+interface Allocation {
+  readonly guildId: string;
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly token: string;
+  ssrc: number;
+  secretKey: Buffer | undefined;
+  seq: number;
+  ws: WebSocket | undefined;
+  connected: boolean;
+}
+
+const OP = {
+  identify: 0,
+  selectProtocol: 1,
+  ready: 2,
+  heartbeat: 3,
+  sessionDescription: 4,
+  speaking: 5,
+  heartbeatAck: 6,
+  resume: 7,
+  hello: 8,
+  resumed: 9,
+};
+const AES_MODE = 'aead_aes256_gcm_rtpsize';
+const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
+
+/** Starts the voice server on 127.0.0.1 (random TLS and UDP ports). */
+export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
+  const allocations = new Map<string, Allocation>();
+  const bySsrc = new Map<number, Allocation>();
+  const rejected = { count: 0 };
+  const timers = new Set<NodeJS.Timeout>();
+  let dropHeartbeats = false;
+  let handshakeDelayMs = 0;
+
+  const https_ = https.createServer({ cert: options.cert, key: options.key });
+  const wss = new WebSocketServer({ server: https_ });
+  const udp = dgram.createSocket('udp4');
+
+  const setConnected = (allocation: Allocation, connected: boolean): void => {
+    if (allocation.connected === connected) return;
+    allocation.connected = connected;
+    options.events.onConnectedChange(allocation.guildId, connected);
+  };
+
+  const send = (
+    allocation: Allocation | undefined,
+    ws: WebSocket,
+    payload: { op: number; d: unknown },
+  ): void => {
+    if (ws.readyState !== ws.OPEN) return;
+    // v8: server frames carry a sequence number the client echoes as seq_ack.
+    if (allocation && payload.op !== OP.heartbeatAck) {
+      allocation.seq += 1;
+      ws.send(JSON.stringify({ ...payload, seq: allocation.seq }));
+    } else ws.send(JSON.stringify(payload));
+  };
+
+  const onMessage = (ws: WebSocket, raw: RawData, isBinary: boolean, bound: { a?: Allocation }): void => {
+    // Binary frames are DAVE (MLS) messages; DAVE is declined, so there is nothing to answer.
+    if (isBinary) return;
+    let packet: { op?: number; d?: Record<string, unknown> };
+    try {
+      packet = JSON.parse(String(raw)) as typeof packet;
+    } catch {
+      ws.close(4002, 'Failed to decode payload.');
+      return;
+    }
+    const d = packet.d ?? {};
+    switch (packet.op) {
+      case OP.identify: {
+        const allocation = allocations.get(String(d.server_id));
+        if (!allocation || allocation.token !== d.token || allocation.sessionId !== d.session_id) {
+          ws.close(4004, 'Authentication failed.');
+          return;
+        }
+        if (allocation.ws && allocation.ws !== ws) allocation.ws.close(4006, 'Session no longer valid.');
+        bySsrc.delete(allocation.ssrc);
+        allocation.ssrc = randomInt(1, 2 ** 31);
+        allocation.secretKey = undefined;
+        allocation.seq = 0;
+        allocation.ws = ws;
+        bound.a = allocation;
+        bySsrc.set(allocation.ssrc, allocation);
+        const address = udp.address();
+        // AES-GCM first: the client takes the first listed mode it claims (see discord-protocol.md §6).
+        send(allocation, ws, {
+          op: OP.ready,
+          d: {
+            ssrc: allocation.ssrc,
+            ip: address.address,
+            port: address.port,
+            modes: [AES_MODE, 'aead_xchacha20_poly1305_rtpsize'],
+          },
+        });
+        return;
+      }
+      case OP.selectProtocol: {
+        const allocation = bound.a;
+        if (!allocation) {
+          ws.close(4003, 'Not authenticated.');
+          return;
+        }
+        const data = (d.data ?? {}) as { mode?: string };
+        if (data.mode !== AES_MODE) {
+          ws.close(4016, 'Unknown encryption mode.');
+          return;
+        }
+        allocation.secretKey = randomBytes(32);
+        send(allocation, ws, {
+          op: OP.sessionDescription,
+          d: {
+            mode: AES_MODE,
+            secret_key: [...allocation.secretKey],
+            audio_codec: 'opus',
+            video_codec: null,
+            media_session_id: randomToken(16),
+            // 0 declines DAVE: audio travels under transport encryption only, so frames can be compared.
+            dave_protocol_version: 0,
+          },
+        });
+        setConnected(allocation, true);
+        return;
+      }
+      case OP.heartbeat:
+        if (!dropHeartbeats) send(bound.a, ws, { op: OP.heartbeatAck, d: { t: d.t } });
+        return;
+      case OP.speaking:
+        if (bound.a) options.events.onSpeaking(bound.a.guildId, Number(d.speaking ?? 0));
+        return;
+      case OP.resume: {
+        const allocation = allocations.get(String(d.server_id));
+        if (
+          !allocation ||
+          allocation.token !== d.token ||
+          allocation.sessionId !== d.session_id ||
+          !allocation.secretKey
+        ) {
+          ws.close(4006, 'Session no longer valid.');
+          return;
+        }
+        if (allocation.ws && allocation.ws !== ws) allocation.ws.close(4006, 'Session no longer valid.');
+        allocation.ws = ws;
+        bound.a = allocation;
+        send(allocation, ws, { op: OP.resumed, d: null });
+        setConnected(allocation, true);
+        return;
+      }
+      default:
+        return;
+    }
+  };
+
+  wss.on('connection', (ws) => {
+    const bound: { a?: Allocation } = {};
+    ws.on('message', (raw, isBinary) => onMessage(ws, raw, isBinary, bound));
+    ws.on('error', () => {});
+    ws.on('close', () => {
+      const allocation = bound.a;
+      if (allocation?.ws === ws) {
+        allocation.ws = undefined;
+        setConnected(allocation, false);
+      }
+    });
+    const hello = (): void =>
+      send(undefined, ws, { op: OP.hello, d: { heartbeat_interval: options.heartbeatIntervalMs, v: 8 } });
+    if (handshakeDelayMs <= 0) {
+      hello();
+      return;
+    }
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      hello();
+    }, handshakeDelayMs);
+    timers.add(timer);
+  });
+
+  udp.on('message', (message, remote) => {
+    if (message.length === 74 && message.readUInt16BE(0) === 1) {
+      // IP discovery: echo the sender's address, ASCII NUL-padded, port in the last two bytes.
+      const reply = Buffer.alloc(74);
+      reply.writeUInt16BE(2, 0);
+      reply.writeUInt16BE(70, 2);
+      reply.writeUInt32BE(message.readUInt32BE(4), 4);
+      reply.write(remote.address, 8, 'ascii');
+      reply.writeUInt16BE(remote.port, 72);
+      udp.send(reply, remote.port, remote.address);
+      return;
+    }
+    // 8-byte keepalives need no answer.
+    if (message.length < 12 + 16 + 4 || (message[0] ?? 0) >> 6 !== 2) return;
+    const frame = decrypt(message, bySsrc);
+    if (!frame) {
+      rejected.count += 1;
+      return;
+    }
+    options.events.onFrame(frame.guildId, frame.frame);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    udp.once('error', reject);
+    udp.bind(0, '127.0.0.1', () => resolve());
+  });
+  await new Promise<void>((resolve) => https_.listen(0, '127.0.0.1', resolve));
+  const address = https_.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+
+  return {
+    endpoint: `127.0.0.1:${port}`,
+    allocate: (guildId, userId, sessionId) => {
+      const previous = allocations.get(guildId);
+      if (previous) bySsrc.delete(previous.ssrc);
+      const token = randomBytes(8).toString('hex');
+      allocations.set(guildId, {
+        guildId,
+        userId,
+        sessionId,
+        token,
+        ssrc: 0,
+        secretKey: undefined,
+        seq: 0,
+        // The old socket stays with the old allocation; the library replaces it on the new endpoint.
+        ws: undefined,
+        connected: false,
+      });
+      if (previous?.connected) options.events.onConnectedChange(guildId, false);
+      return token;
+    },
+    release: (guildId) => {
+      const allocation = allocations.get(guildId);
+      if (!allocation) return;
+      allocations.delete(guildId);
+      bySsrc.delete(allocation.ssrc);
+      setConnected(allocation, false);
+    },
+    closeSocket: (guildId, code, reason) => {
+      const ws = allocations.get(guildId)?.ws;
+      if (!ws || ws.readyState !== ws.OPEN) return false;
+      ws.close(code, reason);
+      return true;
+    },
+    isConnected: (guildId) => allocations.get(guildId)?.connected === true,
+    dropHeartbeats: (on) => {
+      dropHeartbeats = on;
+    },
+    delayHandshake: (ms) => {
+      handshakeDelayMs = ms;
+    },
+    rejected,
+    close: async () => {
+      for (const timer of timers) clearTimeout(timer);
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+      https_.closeAllConnections();
+      await new Promise<void>((resolve) => https_.close(() => resolve()));
+      await new Promise<void>((resolve) => udp.close(() => resolve()));
+    },
+  };
+}
+
+/** Decrypts one aead_aes256_gcm_rtpsize packet: AAD = RTP header, IV = 4-byte counter + 8 zero bytes. */
+function decrypt(
+  packet: Buffer,
+  bySsrc: ReadonlyMap<number, Allocation>,
+): { guildId: string; frame: CapturedFrame } | undefined {
+  const receivedAt = performance.now();
+  const first = packet[0] ?? 0;
+  const csrcCount = first & 0x0f;
+  const hasExtension = (first & 0x10) !== 0;
+  // rtpsize modes authenticate the fixed header, CSRCs and the 4-byte extension header, and encrypt the rest.
+  const headerLength = 12 + 4 * csrcCount + (hasExtension ? 4 : 0);
+  const ssrc = packet.readUInt32BE(8);
+  const allocation = bySsrc.get(ssrc);
+  if (!allocation?.secretKey || packet.length < headerLength + 16 + 4) return undefined;
+  const header = packet.subarray(0, headerLength);
+  const counter = packet.subarray(packet.length - 4);
+  const tag = packet.subarray(packet.length - 4 - 16, packet.length - 4);
+  const body = packet.subarray(headerLength, packet.length - 4 - 16);
+  const iv = Buffer.concat([counter, Buffer.alloc(8)]);
+  let plain: Buffer;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', allocation.secretKey, iv);
+    decipher.setAAD(header);
+    decipher.setAuthTag(tag);
+    plain = Buffer.concat([decipher.update(body), decipher.final()]);
+  } catch {
+    return undefined;
+  }
+  const extensionWords = hasExtension ? packet.readUInt16BE(headerLength - 2) : 0;
+  const opus = plain.subarray(extensionWords * 4);
+  return {
+    guildId: allocation.guildId,
+    frame: {
+      opus,
+      receivedAt,
+      ssrc,
+      seq: packet.readUInt16BE(2),
+      timestamp: packet.readUInt32BE(4),
+      silence: opus.equals(SILENCE),
+    },
+  };
+}
