@@ -14,8 +14,10 @@
  *   cost above balance → 402 `insufficient_balance` with `balance_usd`, nothing charged.
  * - Checks run in that order; cost = code points × price, charged when accepted (before any audio is written),
  *   money in whole micro-dollars so balances never drift and never go negative.
- * - A client that hangs up mid-stream has still paid; so has one whose request was delayed by a fault.
- * - Injected faults are consumed by the next matching requests whatever their validity; several may be active.
+ * - A client that hangs up mid-stream has still paid (the charge happened on acceptance).
+ * - Injected faults are consumed by the next matching requests whatever their validity. Faults of different
+ *   kinds combine on one request; two of the same kind queue (the earlier one first). 'stall' and 'reset'
+ *   apply to the speakers body too; a request whose client hangs up during 'delay-headers' is not charged.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -34,56 +36,60 @@ export interface EmulatedSpeaker {
 }
 
 /** At least six speakers: UUID ids, one with gender null, language_restrictions null and ["en"], voice_key equal to the id for some and short labels ("af_bella") for others; tones distinct and at least 100 Hz apart (e.g. 220, 330, 440, 550, 660, 880). */
-export const DEFAULT_SPEAKERS: readonly EmulatedSpeaker[] = Object.freeze([
-  {
-    id: '0b5a6d4e-3f1c-4a8e-9d2b-7c1e5f3a9b01',
-    name: 'Bella',
-    voiceKey: 'af_bella',
-    gender: 'female',
-    languages: null,
-    toneHz: 220,
-  },
-  {
-    id: '1c6b7e5f-4a2d-4b9f-8e3c-8d2f6a4b0c12',
-    name: 'Adam',
-    voiceKey: 'am_adam',
-    gender: 'male',
-    languages: ['en'],
-    toneHz: 330,
-  },
-  {
-    id: '2d7c8f6a-5b3e-4cab-9f4d-9e3a7b5c1d23',
-    name: 'Nova',
-    voiceKey: '2d7c8f6a-5b3e-4cab-9f4d-9e3a7b5c1d23',
-    gender: null,
-    languages: null,
-    toneHz: 440,
-  },
-  {
-    id: '3e8d9a7b-6c4f-4dbc-8a5e-af4b8c6d2e34',
-    name: 'Emma',
-    voiceKey: 'bf_emma',
-    gender: 'female',
-    languages: ['en'],
-    toneHz: 550,
-  },
-  {
-    id: '4f9eab8c-7d5a-4ecd-9b6f-b05c9d7e3f45',
-    name: 'George',
-    voiceKey: '4f9eab8c-7d5a-4ecd-9b6f-b05c9d7e3f45',
-    gender: 'male',
-    languages: ['en', 'fr'],
-    toneHz: 660,
-  },
-  {
-    id: '5a0fbc9d-8e6b-4fde-8c7a-c16d0e8f4a56',
-    name: 'Sky',
-    voiceKey: 'af_sky',
-    gender: null,
-    languages: ['en'],
-    toneHz: 880,
-  },
-]);
+export const DEFAULT_SPEAKERS: readonly EmulatedSpeaker[] = Object.freeze(
+  (
+    [
+      {
+        id: '0b5a6d4e-3f1c-4a8e-9d2b-7c1e5f3a9b01',
+        name: 'Bella',
+        voiceKey: 'af_bella',
+        gender: 'female',
+        languages: null,
+        toneHz: 220,
+      },
+      {
+        id: '1c6b7e5f-4a2d-4b9f-8e3c-8d2f6a4b0c12',
+        name: 'Adam',
+        voiceKey: 'am_adam',
+        gender: 'male',
+        languages: ['en'],
+        toneHz: 330,
+      },
+      {
+        id: '2d7c8f6a-5b3e-4cab-9f4d-9e3a7b5c1d23',
+        name: 'Nova',
+        voiceKey: '2d7c8f6a-5b3e-4cab-9f4d-9e3a7b5c1d23',
+        gender: null,
+        languages: null,
+        toneHz: 440,
+      },
+      {
+        id: '3e8d9a7b-6c4f-4dbc-8a5e-af4b8c6d2e34',
+        name: 'Emma',
+        voiceKey: 'bf_emma',
+        gender: 'female',
+        languages: ['en'],
+        toneHz: 550,
+      },
+      {
+        id: '4f9eab8c-7d5a-4ecd-9b6f-b05c9d7e3f45',
+        name: 'George',
+        voiceKey: '4f9eab8c-7d5a-4ecd-9b6f-b05c9d7e3f45',
+        gender: 'male',
+        languages: ['en', 'fr'],
+        toneHz: 660,
+      },
+      {
+        id: '5a0fbc9d-8e6b-4fde-8c7a-c16d0e8f4a56',
+        name: 'Sky',
+        voiceKey: 'af_sky',
+        gender: null,
+        languages: ['en'],
+        toneHz: 880,
+      },
+    ] satisfies EmulatedSpeaker[]
+  ).map((speaker) => Object.freeze(speaker)),
+);
 
 /** `n` speakers with distinct names, UUIDs and tones (200 Hz + 10 Hz steps), for paging tests. */
 export function manySpeakers(n: number): EmulatedSpeaker[] {
@@ -165,7 +171,7 @@ export interface RecordedRequest {
   headers: Record<string, string>;
   /** Parsed JSON body; the raw string when it is not JSON; undefined when empty. */
   body: unknown;
-  /** Status sent (0 until the response head is written). */
+  /** Status sent (0 until the response head is written, and for ever if the client left before it). */
   status: number;
   chargedUsd: number;
   requestId: string;
@@ -283,10 +289,13 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
     return packets;
   };
 
+  /** Takes, for this request, the earliest queued fault of each kind that matches its route. */
   const takeFaults = (route: 'generate' | 'speakers' | null): Fault[] => {
     const taken: Fault[] = [];
     for (const active of faults) {
       if (active.route !== 'any' && active.route !== route) continue;
+      // Two faults of one kind queue up (503 then 429) instead of both landing on this request.
+      if (taken.some((f) => f.kind === active.fault.kind)) continue;
       taken.push(active.fault);
       active.remaining--;
     }
@@ -323,7 +332,8 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
 
     const delay = find('delay-headers');
     if (delay) await wait(delay.ms, signal);
-    if (signal.aborted && !res.writable) return;
+    // A client that hung up (or an emulator that closed) during the delay gets nothing and pays nothing.
+    if (signal.aborted) return;
 
     const overrides: Record<string, string | null> = {};
     for (const f of active) if (f.kind === 'headers') Object.assign(overrides, f.headers);
@@ -375,13 +385,13 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
     const malformed = find('malformed-json');
     const contentType = find('content-type');
     if (route === 'speakers') {
-      if (malformed) {
-        head(200, { 'Content-Type': contentType?.contentType ?? 'application/json' });
-        res.end(malformedSpeakers(malformed.variant ?? 'not-json', settings.speakers));
-        return;
-      }
+      const payload = malformed
+        ? malformedSpeakers(malformed.variant ?? 'not-json', settings.speakers)
+        : JSON.stringify(settings.speakers.map(toWireSpeaker));
       head(200, { 'Content-Type': contentType?.contentType ?? 'application/json' });
-      res.end(JSON.stringify(settings.speakers.map(toWireSpeaker)));
+      res.flushHeaders();
+      const body = [{ atMs: 0, data: Buffer.from(payload, 'utf8') }];
+      await streamChunks(res, body, Number.POSITIVE_INFINITY, find('stall'), find('reset'), signal);
       return;
     }
 
@@ -455,6 +465,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
     },
     requests,
     inject(fault, o = {}) {
+      if ((o.times ?? 1) <= 0) return;
       faults.push({ fault, remaining: o.times ?? 1, route: o.route ?? 'generate' });
     },
     configure(o) {

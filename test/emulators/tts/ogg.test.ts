@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { analyse, decodeOpus, packetDurationMs } from '../../support/audio.ts';
 import { demuxWithPrism, readOggOpus } from '../../support/ogg.ts';
@@ -90,6 +91,41 @@ describe('writeOggOpus', () => {
     expect(prismPackets.length).toBeLessThan(5);
     const plain = Buffer.concat(writeOggOpus({ packets, channels: 1, frameSamples: 960 }));
     expect(await demuxWithPrism(plain, { chunkBytes: 64 })).toEqual(packets);
+  });
+});
+
+describe('writeOggOpus round trip (property)', () => {
+  it('readOggOpus gets back every packet, whatever the sizes and paging', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 2000 }), { maxLength: 40 }),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 2000 }),
+        fc.integer({ min: 1, max: 8 }),
+        (sizes, continuedPackets, maxBodyBytes, packetsPerPage) => {
+          const packets = packetsOf(...sizes);
+          const pages = writeOggOpus({
+            packets,
+            channels: 1,
+            frameSamples: 960,
+            continuedPackets,
+            maxBodyBytes,
+            packetsPerPage,
+          });
+          const read = readOggOpus(Buffer.concat(pages));
+          expect(read.packets).toEqual(packets);
+          expect(read.pages.at(-1)?.eos).toBe(true);
+          expect(read.pages.filter((p) => p.eos)).toHaveLength(1);
+          // Granules never go backwards; the last one counts every packet.
+          const granules = read.pages.map((p) => p.granule).filter((g) => g >= 0n);
+          for (let i = 1; i < granules.length; i++)
+            expect(granules[i]).toBeGreaterThanOrEqual(granules[i - 1] ?? 0n);
+          expect(read.pages.at(-1)?.granule).toBe(BigInt(sizes.length * 960));
+          if (!continuedPackets) expect(read.pages.some((p) => p.continued)).toBe(false);
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });
 

@@ -631,6 +631,46 @@ describe('faults', () => {
     expect(error.headers['x-request-id']).toBeUndefined();
   });
 
+  it('queues faults of the same kind instead of spending them on one request', async () => {
+    const e = await emulator({ speed: Number.POSITIVE_INFINITY });
+    e.inject({ kind: 'status', status: 503 });
+    e.inject({ kind: 'status', status: 429, retryAfter: '1' });
+    e.inject({ kind: 'status', status: 500 }, { times: 0 });
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await generate(e, body)).status);
+    expect(statuses).toEqual([503, 429, 200]);
+  });
+
+  it('stall and reset also apply to the speakers body', async () => {
+    const e = await emulator();
+    e.inject({ kind: 'stall', afterBytes: 10, ms: Number.POSITIVE_INFINITY }, { route: 'speakers' });
+    const stalled = await call(e, '/speech/speakers', { abortAfterIdleMs: 200 });
+    expect([stalled.status, stalled.body.length, stalled.error?.message]).toEqual([200, 10, 'idle']);
+    e.inject({ kind: 'reset', afterBytes: 50 }, { route: 'speakers' });
+    const reset = await call(e, '/speech/speakers');
+    expect(reset.body.length).toBe(50);
+    expect(reset.error).toBeDefined();
+    expect(json(await call(e, '/speech/speakers'))).toHaveLength(DEFAULT_SPEAKERS.length);
+  });
+
+  it('a client that hangs up during delay-headers is not charged', async () => {
+    const e = await emulator();
+    e.inject({ kind: 'delay-headers', ms: 5_000 });
+    const controller = new AbortController();
+    const pending = fetch(`${e.baseUrl}/speech/generate`, {
+      method: 'POST',
+      headers: { 'X-API-Key': e.apiKey },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    await expect.poll(() => e.requests.length).toBe(1);
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    await expect.poll(() => e.openResponses()).toBe(0);
+    expect(e.requests[0]).toMatchObject({ status: 0, chargedUsd: 0 });
+    expect(e.balanceUsd).toBe(10);
+  });
+
   it('combines faults injected together', async () => {
     const e = await emulator({ speed: Number.POSITIVE_INFINITY });
     e.inject({ kind: 'content-type', contentType: 'application/octet-stream' });
