@@ -11,7 +11,7 @@ export const speak = {
     .setDescription('Say something in your voice channel.')
     .setContexts(InteractionContextType.Guild)
     .addStringOption((option) =>
-      option.setName('text').setDescription('What to say').setRequired(true).setMaxLength(4000),
+      option.setName('text').setDescription('What to say').setRequired(true),
     )
     .addStringOption((option) =>
       option.setName('speaker').setDescription('A voice for this message (name or id)').setAutocomplete(true),

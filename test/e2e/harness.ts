@@ -1,0 +1,114 @@
+/**
+ * The world Herald's end-to-end tests run in: the Discord emulator, the TTS emulator, and Herald itself started
+ * in this process exactly as `src/index.ts` starts it (config parsed from an env object, the real composition
+ * root), with its log lines captured. Herald can be restarted on the same database.
+ */
+
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Events, PermissionFlagsBits } from 'discord.js';
+import { parseConfig, secretsOf } from '../../src/config.ts';
+import { type Herald, startHerald } from '../../src/herald.ts';
+import { createLogger } from '../../src/log.ts';
+import {
+  type Channel,
+  type DiscordEmulator,
+  type Guild,
+  type Member,
+  startDiscordEmulator,
+} from '../emulators/discord/index.ts';
+import { startTtsEmulator, type TtsEmulator, type TtsEmulatorOptions } from '../emulators/tts/index.ts';
+
+/** Options of {@link createWorld}. */
+export interface WorldOptions {
+  readonly tts?: TtsEmulatorOptions;
+  /** Extra or overriding environment variables for Herald. */
+  readonly env?: Record<string, string>;
+}
+
+/** A server with a text channel, a voice channel, an admin and a member, and Herald logged in. */
+export interface World {
+  readonly discord: DiscordEmulator;
+  readonly tts: TtsEmulator;
+  readonly guild: Guild;
+  readonly text: Channel;
+  readonly lounge: Channel;
+  readonly admin: Member;
+  readonly member: Member;
+  /** Every line Herald logged, across restarts. */
+  readonly logs: string[];
+  readonly herald: () => Herald;
+  /** The environment Herald was started with (secrets included, for leak checks). */
+  readonly env: Record<string, string>;
+  /** Stops Herald and starts it again on the same database; resolves once it is ready. */
+  restart(env?: Record<string, string>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Builds the world and starts Herald in it. */
+export async function createWorld(options: WorldOptions = {}): Promise<World> {
+  const [discord, tts] = await Promise.all([
+    startDiscordEmulator(),
+    startTtsEmulator({ speed: 8, ...options.tts }),
+  ]);
+  const guild = discord.createGuild({ name: 'Herald Test Server' });
+  const text = guild.addTextChannel('general');
+  const lounge = guild.addVoiceChannel('Lounge');
+  const admin = guild.addMember({ name: 'Ada Admin', permissions: PermissionFlagsBits.ManageGuild });
+  const member = guild.addMember({ name: 'Bob Member' });
+  guild.joinVoice(admin, lounge);
+  guild.joinVoice(member, lounge);
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-e2e-'));
+  const logs: string[] = [];
+  const env: Record<string, string> = {
+    DISCORD_TOKEN: discord.token,
+    DISCORD_APPLICATION_ID: discord.applicationId,
+    DISCORD_REST_URL: discord.restUrl,
+    TTS_BASE_URL: tts.baseUrl,
+    TTS_API_KEY: tts.apiKey,
+    DATABASE_URL: `sqlite:${join(dataDir, 'herald.sqlite')}`,
+    LOG_LEVEL: 'debug',
+    ...options.env,
+  };
+
+  const start = async (overrides: Record<string, string> = {}): Promise<Herald> => {
+    Object.assign(env, overrides);
+    const parsed = parseConfig(env);
+    if (!parsed.ok) throw new Error(`test config invalid: ${parsed.problems.join('; ')}`);
+    const logger = createLogger({
+      level: parsed.value.logLevel,
+      secrets: secretsOf(parsed.value),
+      write: (line) => logs.push(line),
+    });
+    const herald = await startHerald(parsed.value, { logger });
+    // discord.js is ready once every guild of READY has arrived as GUILD_CREATE.
+    if (!herald.client.isReady()) await once(herald.client, Events.ClientReady);
+    return herald;
+  };
+
+  let herald = await start();
+  return {
+    discord,
+    tts,
+    guild,
+    text,
+    lounge,
+    admin,
+    member,
+    logs,
+    env,
+    herald: () => herald,
+    async restart(overrides) {
+      await herald.stop();
+      herald = await start(overrides);
+    },
+    async close() {
+      await herald.stop();
+      await Promise.all([discord.close(), tts.close()]);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
