@@ -243,7 +243,8 @@ interface Settings {
   speakers: EmulatedSpeaker[];
 }
 
-class HttpError {
+// An expected refusal returned as a value (validation is not exceptional), rendered as `{"error": body}`.
+class ErrorReply {
   readonly status: number;
   readonly body: { code: string; message: string; [extra: string]: unknown };
   constructor(status: number, code: string, message: string, extra: Record<string, unknown> = {}) {
@@ -347,7 +348,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
         else res.setHeader(name, value);
       }
     };
-    const sendError = (error: HttpError, headers: Record<string, string> = {}): void => {
+    const sendError = (error: ErrorReply, headers: Record<string, string> = {}): void => {
       head(error.status, { 'Content-Type': 'application/json', ...headers });
       res.end(JSON.stringify({ error: error.body }));
     };
@@ -371,15 +372,15 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       return;
     }
 
-    if (route === null) return sendError(new HttpError(404, 'not_found', `No route for ${url.pathname}`));
+    if (route === null) return sendError(new ErrorReply(404, 'not_found', `No route for ${url.pathname}`));
     const allowed = route === 'generate' ? 'POST' : 'GET';
     if (req.method !== allowed) {
-      return sendError(new HttpError(405, 'method_not_allowed', `Use ${allowed} on ${url.pathname}`), {
+      return sendError(new ErrorReply(405, 'method_not_allowed', `Use ${allowed} on ${url.pathname}`), {
         Allow: allowed,
       });
     }
     if (req.headers['x-api-key'] !== apiKey) {
-      return sendError(new HttpError(401, 'unauthorized', 'Missing or invalid API key'));
+      return sendError(new ErrorReply(401, 'unauthorized', 'Missing or invalid API key'));
     }
 
     const malformed = find('malformed-json');
@@ -401,7 +402,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       return;
     }
     const accepted = validateGenerate(raw, settings, balanceMicros);
-    if (accepted instanceof HttpError) return sendError(accepted);
+    if (accepted instanceof ErrorReply) return sendError(accepted);
 
     // Charged on acceptance: whatever happens to the stream afterwards, the service has done the work.
     balanceMicros -= accepted.costMicros;
@@ -553,13 +554,13 @@ interface Accepted {
   costMicros: number;
 }
 
-function validateGenerate(raw: RawBody, settings: Settings, balanceMicros: number): Accepted | HttpError {
-  const invalid = (param: string, message: string): HttpError =>
-    new HttpError(422, 'invalid_parameter', message, { param });
-  if (!raw.json) return new HttpError(400, 'invalid_json', 'Request body must be valid JSON');
+function validateGenerate(raw: RawBody, settings: Settings, balanceMicros: number): Accepted | ErrorReply {
+  const invalid = (param: string, message: string): ErrorReply =>
+    new ErrorReply(422, 'invalid_parameter', message, { param });
+  if (!raw.json) return new ErrorReply(400, 'invalid_json', 'Request body must be valid JSON');
   const body = raw.parsed;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    return new HttpError(422, 'invalid_parameter', 'Request body must be a JSON object', { param: 'body' });
+    return new ErrorReply(422, 'invalid_parameter', 'Request body must be a JSON object', { param: 'body' });
   }
   const fields = body as Record<string, unknown>;
   const text = fields.text;
@@ -567,7 +568,7 @@ function validateGenerate(raw: RawBody, settings: Settings, balanceMicros: numbe
   if (text.trim() === '') return invalid('text', 'text must not be empty');
   const codePoints = [...text].length;
   if (codePoints > MAX_TEXT_CODE_POINTS) {
-    return new HttpError(413, 'text_too_long', `text is ${codePoints} characters; the maximum is 30000`, {
+    return new ErrorReply(413, 'text_too_long', `text is ${codePoints} characters; the maximum is 30000`, {
       max_characters: MAX_TEXT_CODE_POINTS,
     });
   }
@@ -576,7 +577,8 @@ function validateGenerate(raw: RawBody, settings: Settings, balanceMicros: numbe
     return invalid('speaker_id', 'speaker_id must be a UUID');
   }
   const speaker = settings.speakers.find((s) => s.id.toLowerCase() === speakerId.toLowerCase());
-  if (speaker === undefined) return new HttpError(404, 'speaker_not_found', `Speaker ${speakerId} not found`);
+  if (speaker === undefined)
+    return new ErrorReply(404, 'speaker_not_found', `Speaker ${speakerId} not found`);
   if (fields.language !== undefined && fields.language !== 'en') {
     return invalid('language', 'Only language "en" is supported');
   }
@@ -594,7 +596,7 @@ function validateGenerate(raw: RawBody, settings: Settings, balanceMicros: numbe
   const costMicros = Math.round(codePoints * settings.pricePerCharUsd * 1e6);
   if (costMicros > balanceMicros) {
     const balance = fromMicros(balanceMicros);
-    return new HttpError(
+    return new ErrorReply(
       402,
       'insufficient_balance',
       `Insufficient balance: this request costs $${fromMicros(costMicros)}, the balance is $${balance}`,
