@@ -1,0 +1,225 @@
+import { MessageFlags } from 'discord.js';
+import type { Logger } from '../log.ts';
+import { chooseSpeaker } from '../speakers.ts';
+import type { SettingsStore } from '../storage/index.ts';
+import { DEFAULT_REPEAT_CAP, needsAuthorPrefix, normaliseMessage } from '../text/normalise.ts';
+import { MAX_TEXT_CHARACTERS, type Speaker, type TtsClient } from '../tts/index.ts';
+import type { SpeechRequest } from '../voice/session.ts';
+import { decide, type MessageFacts } from './filter.ts';
+import type { AutoReadStore } from './settings.ts';
+
+/**
+ * The parts of a discord.js `Message` the reader uses. A real `Message` fits; tests pass small literals.
+ */
+export interface IncomingMessage {
+  readonly id: string;
+  readonly guildId: string | null;
+  readonly channelId: string;
+  readonly content: string;
+  readonly system: boolean;
+  readonly webhookId: string | null;
+  readonly author: { readonly id: string; readonly bot: boolean; readonly displayName: string };
+  /** The author as a server member (nickname, voice state); null for webhooks. */
+  readonly member: {
+    readonly displayName: string;
+    readonly voice: { readonly channelId: string | null };
+  } | null;
+  readonly flags: { has(flag: number): boolean };
+  readonly attachments: {
+    values(): Iterable<{ readonly name: string; readonly contentType: string | null }>;
+  };
+  readonly stickers: { values(): Iterable<{ readonly name: string }> };
+  /** Users the message mentions; their names are known even when they are not cached as members. */
+  readonly mentions: { readonly users: { get(id: string): { readonly displayName: string } | undefined } };
+  readonly guild: {
+    readonly members: { readonly cache: { get(id: string): { readonly displayName: string } | undefined } };
+    readonly roles: { readonly cache: { get(id: string): { readonly name: string } | undefined } };
+    readonly channels: { readonly cache: { get(id: string): { readonly name: string } | undefined } };
+  } | null;
+}
+
+/** A deleted message: only its id and server are needed (a partial `Message` fits). */
+export interface DeletedMessage {
+  readonly id: string;
+  readonly guildId: string | null;
+}
+
+/** The voice session the reader speaks on; a `GuildSession` fits. */
+export interface LiveSession {
+  readonly channelId: string | null;
+  enqueue(request: SpeechRequest): { ahead: number };
+  withdraw(key: string): boolean;
+}
+
+/** Options of {@link createAutoReader}. */
+export interface AutoReaderOptions {
+  /** Auto-read settings, bound channels and opt-outs. */
+  readonly store: AutoReadStore;
+  /** Where Herald is in voice; a `VoiceManager` fits. Auto-read never joins. */
+  readonly voice: { get(guildId: string): LiveSession | undefined };
+  /** The member's and server's chosen voices. */
+  readonly settings: Pick<SettingsStore, 'guild' | 'memberSpeaker'>;
+  /** The speaker list (cached by the client). */
+  readonly tts: Pick<TtsClient, 'speakers'>;
+  /** `TTS_DEFAULT_SPEAKER`: an id or name. */
+  readonly defaultSpeaker: string | undefined;
+  readonly logger: Logger;
+  /** Clock in milliseconds, for the "<name> said" window. `Date.now` by default. */
+  readonly now?: () => number;
+}
+
+/** Reads new messages aloud while Herald is in voice; attach its handlers to the client's message events. */
+export interface AutoReader {
+  /** Handles MessageCreate: decides, normalises and queues the message. Never rejects; failures are logged. */
+  onMessageCreate(message: IncomingMessage): Promise<void>;
+  /** Handles MessageDelete: a message not yet spoken is dropped from the queue (or never queued). */
+  onMessageDelete(message: DeletedMessage): void;
+}
+
+/** Makes the auto-reader. Messages of one server are queued in the order they arrived, whatever each one awaits. */
+export function createAutoReader(options: AutoReaderOptions): AutoReader {
+  const { store, voice, logger } = options;
+  const now = options.now ?? Date.now;
+  // The author last read per server: one server has one voice queue, so "<name> said" follows what listeners
+  // heard last, whichever bound channel it came from.
+  const lastRead = new Map<string, { readonly authorId: string; readonly at: number }>();
+  // Each server's messages are handled one after another, so a slow lookup cannot let a later message overtake.
+  const chains = new Map<string, Promise<void>>();
+  // Messages being handled, so a deletion that arrives before the message is queued still wins.
+  const inFlight = new Map<string, { deleted: boolean }>();
+
+  async function handle(
+    message: IncomingMessage,
+    guildId: string,
+    ticket: { deleted: boolean },
+  ): Promise<void> {
+    const [settings, optedOut] = await Promise.all([
+      store.settings(guildId),
+      store.optedOut(guildId, message.author.id),
+    ]);
+    const session = voice.get(guildId);
+    const decision = decide(factsOf(message), settings, {
+      heraldVoiceChannelId: session?.channelId ?? null,
+      optedOut,
+    });
+    const log = logger.child({ guild: guildId, channel: message.channelId, message: message.id });
+    if (decision.kind === 'ignore') {
+      log.debug('auto-read ignored a message', { reason: decision.reason });
+      return;
+    }
+
+    const authorId = message.author.id;
+    const name = message.member?.displayName ?? message.author.displayName;
+    const at = now();
+    const announce =
+      settings.announceAuthor &&
+      needsAuthorPrefix(lastRead.get(guildId), authorId, at, settings.authorWindowSeconds * 1000);
+    const text = normaliseMessage(
+      {
+        content: message.content,
+        attachments: [...message.attachments.values()],
+        stickers: [...message.stickers.values()],
+      },
+      {
+        userName: (id) =>
+          message.guild?.members.cache.get(id)?.displayName ?? message.mentions.users.get(id)?.displayName,
+        roleName: (id) => message.guild?.roles.cache.get(id)?.name,
+        channelName: (id) => message.guild?.channels.cache.get(id)?.name,
+        linkDomains: settings.linkDomains,
+        emoji: settings.emoji,
+        maxChars: Math.min(settings.maxChars, MAX_TEXT_CHARACTERS),
+        repeatCap: DEFAULT_REPEAT_CAP,
+        ...(announce ? { authorPrefix: name } : {}),
+      },
+    );
+    if (text === '') {
+      log.debug('auto-read ignored a message', { reason: 'empty' });
+      return;
+    }
+
+    const speaker = await speakerFor(guildId, authorId);
+    if (!speaker) {
+      log.warn('auto-read has no voice to speak with: the speech service lists none');
+      return;
+    }
+    // The lookups above took time: the message may have been deleted, or Herald may have left or moved.
+    const live = voice.get(guildId);
+    if (ticket.deleted || !live || live.channelId !== session?.channelId) {
+      log.debug('auto-read dropped a message before queueing', { deleted: ticket.deleted });
+      return;
+    }
+    live.enqueue({
+      text,
+      speaker,
+      requestedBy: { id: authorId, name },
+      key: message.id,
+      onFailure: (error) => log.warn('auto-read could not speak a message', { err: error }),
+    });
+    lastRead.set(guildId, { authorId, at });
+  }
+
+  async function speakerFor(guildId: string, userId: string): Promise<Speaker | undefined> {
+    const [speakers, member, server] = await Promise.all([
+      options.tts.speakers(),
+      options.settings.memberSpeaker(guildId, userId),
+      options.settings.guild(guildId),
+    ]);
+    const choice = chooseSpeaker(speakers, {
+      member,
+      server: server.defaultSpeakerId,
+      config: options.defaultSpeaker,
+    });
+    return choice.kind === 'chosen' ? choice.speaker : undefined;
+  }
+
+  return {
+    onMessageCreate(message) {
+      const guildId = message.guildId;
+      // Most messages arrive while Herald is not in voice in their server: skip them without touching storage.
+      if (guildId === null || voice.get(guildId) === undefined) return Promise.resolve();
+      const ticket = { deleted: false };
+      inFlight.set(message.id, ticket);
+      const run: Promise<void> = (chains.get(guildId) ?? Promise.resolve())
+        .then(() => handle(message, guildId, ticket))
+        .catch((error: unknown) => {
+          logger.warn('auto-read failed on a message', {
+            guild: guildId,
+            channel: message.channelId,
+            message: message.id,
+            err: error,
+          });
+        })
+        .finally(() => {
+          inFlight.delete(message.id);
+          if (chains.get(guildId) === run) chains.delete(guildId);
+        });
+      chains.set(guildId, run);
+      return run;
+    },
+
+    onMessageDelete(message) {
+      const ticket = inFlight.get(message.id);
+      if (ticket) ticket.deleted = true;
+      if (message.guildId === null) return;
+      if (voice.get(message.guildId)?.withdraw(message.id)) {
+        logger.debug('auto-read withdrew a deleted message', { guild: message.guildId, message: message.id });
+      }
+    },
+  };
+}
+
+/** Reads the facts {@link decide} needs off a message. */
+function factsOf(message: IncomingMessage): MessageFacts {
+  const extras = [...message.attachments.values()].length + [...message.stickers.values()].length;
+  return {
+    channelId: message.channelId,
+    authorId: message.author.id,
+    bot: message.author.bot,
+    webhook: message.webhookId !== null,
+    system: message.system,
+    silent: message.flags.has(MessageFlags.SuppressNotifications),
+    content: message.content,
+    extras,
+    authorVoiceChannelId: message.member?.voice.channelId ?? null,
+  };
+}
