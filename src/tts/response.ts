@@ -81,6 +81,8 @@ export interface ErrorBodyDetail {
   readonly message: string | undefined;
   /** The request field the body blames, when it names one. */
   readonly field: string | undefined;
+  /** A balance the body states (`balance_usd` or `balance`), when it does. */
+  readonly balanceUsd?: number | undefined;
 }
 
 /** Extracts a readable message from any error body: JSON object or string, plain text, HTML or nothing. */
@@ -90,7 +92,11 @@ export function describeErrorBody(text: string, contentType = ''): ErrorBodyDeta
   const json = parseJson(trimmed);
   if (json.ok) {
     const found = fromJson(json.value);
-    return { message: found.message === undefined ? undefined : oneLine(found.message), field: found.field };
+    return {
+      message: found.message === undefined ? undefined : oneLine(found.message),
+      field: found.field,
+      balanceUsd: balanceIn(json.value),
+    };
   }
   if (/html/i.test(contentType) || /^<(?:!doctype|html|head|body|\?xml)/i.test(trimmed)) {
     const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(trimmed)?.[1];
@@ -132,6 +138,16 @@ function fromJson(value: unknown): { message: string | undefined; field: string 
     }
   }
   return { message: undefined, field };
+}
+
+function balanceIn(value: unknown, depth = 0): number | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || depth > 2) return undefined;
+  const record = value as Record<string, unknown>;
+  for (const key of ['balance_usd', 'balance']) {
+    const candidate = record[key];
+    if (typeof candidate === 'number' && Number.isFinite(candidate)) return candidate;
+  }
+  return balanceIn(record.error, depth + 1);
 }
 
 function locField(value: unknown): string | undefined {
@@ -193,7 +209,7 @@ export function errorFromResponse(response: FailedResponse): TtsError {
   if (status === 402 || (status >= 400 && status < 500 && BALANCE_WORDS.test(detail.message ?? ''))) {
     return new TtsInsufficientBalanceError(`The TTS account cannot pay for this ${where}${said}`, {
       ...context,
-      balanceUsd: numberHeader(headers, 'x-balance-usd'),
+      balanceUsd: numberHeader(headers, 'x-balance-usd') ?? detail.balanceUsd,
     });
   }
   switch (status) {
@@ -209,8 +225,15 @@ export function errorFromResponse(response: FailedResponse): TtsError {
     case 403:
       return new TtsAuthenticationError(`The TTS service rejected the API key ${where}${said}`, context);
     case 404:
-      return new TtsUnknownSpeakerError(
-        `The TTS service does not know that speaker ${where}${said}`,
+      // A 404 that is not about a speaker means the path is wrong (a base URL missing a segment): the
+      // operator's problem, not the speaker's.
+      if (response.operation === 'generating speech' && /speaker|voice/i.test(detail.message ?? 'speaker'))
+        return new TtsUnknownSpeakerError(
+          `The TTS service does not know that speaker ${where}${said}`,
+          context,
+        );
+      return new TtsServiceError(
+        `The TTS service has no such endpoint ${where}${said}; check that TTS_BASE_URL holds the full base path`,
         context,
       );
     case 429: {
