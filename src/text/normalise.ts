@@ -1,0 +1,102 @@
+import { describeExtras } from './attachments.ts';
+import { cleanPlain, sanitise } from './clean.ts';
+import type { EmojiMode } from './emoji.ts';
+import { resolveMarkdown } from './markdown.ts';
+import { countCharacters, truncate } from './truncate.ts';
+
+export type { EmojiMode } from './emoji.ts';
+export { countCharacters, TRUNCATION_SUFFIX } from './truncate.ts';
+
+/** The parts of a Discord message that can be spoken. */
+export interface MessageToSpeak {
+  /** Raw message content, with Discord's markdown and mention syntax. */
+  readonly content: string;
+  /** Attached files; described by kind ("an image"), never by name. */
+  readonly attachments: readonly { readonly name: string; readonly contentType: string | null }[];
+  /** Stickers; described as "a sticker: name". */
+  readonly stickers: readonly { readonly name: string }[];
+}
+
+/** How a message is turned into speech; the stateful choices (say the author's name?) are made by the caller. */
+export interface NormaliseOptions {
+  /** Display name for a user id (server nickname, else display name); undefined when unknown → "someone". */
+  readonly userName: (id: string) => string | undefined;
+  /** Role name for a role id; undefined when unknown → "a role". */
+  readonly roleName: (id: string) => string | undefined;
+  /** Channel name for a channel id; undefined when unknown → "a channel". */
+  readonly channelName: (id: string) => string | undefined;
+  /** Say "a link to example.com" instead of "a link" (masked links add "(a link to example.com)"). */
+  readonly linkDomains: boolean;
+  /** Unicode emoji: their CLDR name, or dropped. Custom server emoji are always named. */
+  readonly emoji: EmojiMode;
+  /** Limit on the output in code points, including the "<name> said" prefix and "and more"; 0 or NaN gives ''. */
+  readonly maxChars: number;
+  /** Max run of one repeated character, short unit, word or phrase (3: "nooooo" → "nooo"); below 2 counts as 2, Infinity or NaN caps nothing. */
+  readonly repeatCap: number;
+  /** When set, the output starts with "<speakerName> said" (the caller decides whether the author spoke recently). */
+  readonly authorPrefix?: string;
+  /** IANA time zone in which Discord timestamps are spoken as dates; UTC by default. */
+  readonly timeZone?: string;
+}
+
+/** The limit on spoken characters per message when a server has not chosen one. */
+export const DEFAULT_MAX_CHARS = 300;
+/** The repeat cap when a server has not chosen one. */
+export const DEFAULT_REPEAT_CAP = 3;
+/** "<name> said" is repeated only when the same author has not spoken for this long. */
+export const AUTHOR_PREFIX_WINDOW_MS = 60_000;
+
+/** True when a message by `authorId` at `at` (ms) should start with "<name> said", given the last message read in that channel. */
+export function needsAuthorPrefix(
+  previous: { readonly authorId: string; readonly at: number } | undefined,
+  authorId: string,
+  at: number,
+  windowMs: number = AUTHOR_PREFIX_WINDOW_MS,
+): boolean {
+  return previous === undefined || previous.authorId !== authorId || !(at - previous.at < windowMs);
+}
+
+/** Calls a caller-supplied lookup, treating a throw like an unknown id so normalisation stays total. */
+function lookUp(lookup: (id: string) => string | undefined, id: string): string | undefined {
+  try {
+    return lookup(id);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Turns a Discord message into the text to speak. Pure and total: never throws, output never exceeds maxChars
+ * code points, contains no mention syntax (<@id>, <@!id>, <@&id>, <#id>, <:name:id>, <a:name:id>, <t:...>) and no
+ * URL. Returns '' when nothing is left to say (the caller then skips the message, paying nothing).
+ */
+export function normaliseMessage(message: MessageToSpeak, options: NormaliseOptions): string {
+  const maxChars = Number.isNaN(options.maxChars) ? 0 : Math.floor(options.maxChars);
+  const repeatCap = Number.isFinite(options.repeatCap)
+    ? Math.max(2, Math.floor(options.repeatCap))
+    : Infinity;
+  const clean = { emoji: options.emoji, repeatCap, linkDomains: options.linkDomains };
+  // Names are the members' own choice of characters: cleaned like text, but their emoji are never read out.
+  const speakName = (name: string | undefined, fallback: string) => {
+    const spoken = name === undefined ? '' : cleanPlain(sanitise(name), { ...clean, emoji: 'drop' });
+    return /[\p{L}\p{N}]/u.test(spoken) ? spoken : fallback;
+  };
+  const content = resolveMarkdown(sanitise(String(message.content ?? '')), {
+    userName: (id) => speakName(lookUp(options.userName, id), 'someone'),
+    roleName: (id) => speakName(lookUp(options.roleName, id), 'a role'),
+    channelName: (id) => speakName(lookUp(options.channelName, id), 'a channel'),
+    linkDomains: options.linkDomains,
+    timeZone: options.timeZone ?? 'UTC',
+  });
+  const extras = describeExtras(
+    message.attachments ?? [],
+    (message.stickers ?? []).map((sticker) => speakName(sticker.name, '')),
+  );
+  const body = cleanPlain(`${content}\n${extras}`, clean);
+  // Punctuation alone would buy seconds of silence.
+  if (!/[\p{L}\p{N}]/u.test(body) || maxChars <= 0) return '';
+  const spoken =
+    options.authorPrefix === undefined ? body : `${speakName(options.authorPrefix, 'someone')} said, ${body}`;
+  const result = truncate(spoken, maxChars);
+  return countCharacters(result) <= maxChars ? result : '';
+}
