@@ -1,11 +1,14 @@
+import { countCharacters } from '../tts/index.ts';
 import { describeExtras } from './attachments.ts';
 import { cleanPlain, sanitise } from './clean.ts';
 import type { EmojiMode } from './emoji.ts';
 import { resolveMarkdown } from './markdown.ts';
-import { countCharacters, truncate } from './truncate.ts';
+import { truncate } from './truncate.ts';
 
+// The limit is in the service's own unit, so the count comes from the TTS client, re-exported for callers here.
+export { countCharacters } from '../tts/index.ts';
 export type { EmojiMode } from './emoji.ts';
-export { countCharacters, TRUNCATION_SUFFIX } from './truncate.ts';
+export { TRUNCATION_SUFFIX } from './truncate.ts';
 
 /** The parts of a Discord message that can be spoken. */
 export interface MessageToSpeak {

@@ -1,12 +1,7 @@
+import { countCharacters } from '../tts/index.ts';
+
 /** Said after a message cut to fit the character limit. */
 export const TRUNCATION_SUFFIX = ' and more';
-
-/** Counts Unicode code points, as the TTS service counts characters for limits and billing. */
-export function countCharacters(text: string): number {
-  let count = 0;
-  for (const _ of text) count += 1;
-  return count;
-}
 
 /**
  * Fits `text` into `maxChars` code points: unchanged when it fits, else cut at the last word boundary and
