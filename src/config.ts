@@ -62,8 +62,8 @@ export function parseConfig(env: Env): ConfigResult {
   if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}.`);
 
   const idleSeconds = Number(value('IDLE_TIMEOUT_SECONDS') ?? '300');
-  if (!Number.isFinite(idleSeconds) || idleSeconds < 10 || idleSeconds > 86_400) {
-    problems.push('IDLE_TIMEOUT_SECONDS must be a number of seconds between 10 and 86400.');
+  if (!Number.isFinite(idleSeconds) || idleSeconds < 1 || idleSeconds > 86_400) {
+    problems.push('IDLE_TIMEOUT_SECONDS must be a number of seconds between 1 and 86400.');
   }
 
   if (

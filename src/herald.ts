@@ -9,7 +9,7 @@ import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
 import { NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
-import { countCharacters, createTtsClient } from './tts/index.ts';
+import { countCharacters, createTtsClient, type TtsTimeouts } from './tts/index.ts';
 import { VoiceManager } from './voice/manager.ts';
 
 /** A running Herald. */
@@ -24,6 +24,10 @@ export interface HeraldOptions {
   readonly logger: Logger;
   /** HTTP transport for the TTS client. */
   readonly ttsDispatcher?: Dispatcher;
+  /** TTS client timeouts (defaults: connect 5 s, first byte 20 s, idle gap 10 s); tests shorten them. */
+  readonly ttsTimeouts?: TtsTimeouts;
+  /** How long a voice join may take before Herald gives up (default 15 s); tests shorten it. */
+  readonly voiceConnectTimeoutMs?: number;
 }
 
 /**
@@ -40,11 +44,15 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
     ...(options.ttsDispatcher ? { dispatcher: options.ttsDispatcher } : {}),
+    ...(options.ttsTimeouts ? { timeouts: options.ttsTimeouts } : {}),
   });
   let pricePerCharacter: number | undefined;
   const voice = new VoiceManager({
     logger: logger.child({ component: 'voice' }),
     idleTimeoutMs: config.idleTimeoutMs,
+    ...(options.voiceConnectTimeoutMs === undefined
+      ? {}
+      : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
     synthesize: async (request, signal) => {
       const result = await tts.generate({ text: request.text, speakerId: request.speaker.id, signal });
       if (result.costUsd !== undefined) pricePerCharacter = result.costUsd / countCharacters(request.text);

@@ -89,7 +89,7 @@ export class VoiceManager {
       ...(this.#options.connectTimeoutMs === undefined
         ? {}
         : { connectTimeoutMs: this.#options.connectTimeoutMs }),
-      onEnd: (reason) => this.#onEnd(guildId, session, reason, channel.name),
+      onEnd: (reason) => this.#onEnd(channel.guild, session, reason),
     });
     this.#sessions.set(guildId, { session, announce });
     return { kind: 'joined', session };
@@ -142,15 +142,17 @@ export class VoiceManager {
     if (humans.size === 0) session.end('alone');
   }
 
-  #onEnd(guildId: string, session: GuildSession, reason: SessionEnd, channelName: string): void {
-    const entry = this.#sessions.get(guildId);
+  #onEnd(guild: Guild, session: GuildSession, reason: SessionEnd): void {
+    const entry = this.#sessions.get(guild.id);
     if (entry?.session !== session) return;
-    this.#sessions.delete(guildId);
+    this.#sessions.delete(guild.id);
+    // The channel it ended in: a move may have taken Herald elsewhere since the join.
+    const channelName = guild.channels.cache.get(session.channelId ?? '')?.name ?? 'the voice channel';
     const message = END_MESSAGES[reason]?.(channelName);
     if (message && entry.announce) {
       entry.announce.send({ content: message, allowedMentions: { parse: [] } }).catch((error: unknown) => {
         this.#options.logger.warn('could not announce the end of a voice session', {
-          guild: guildId,
+          guild: guild.id,
           err: error,
         });
       });

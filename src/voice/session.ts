@@ -331,7 +331,11 @@ export class GuildSession {
     this.#rejoins = this.#rejoins.filter((at) => now - at < REJOIN_WINDOW_MS);
     this.#rejoins.push(now);
     if (this.#rejoins.length > (this.#options.maxRejoins ?? 4)) {
-      this.end('connection-lost');
+      // The library is mid-way through its own rejoin (it sends the join right after this state change), and
+      // destroying the connection inside its state change would make it use the destroyed state: swallow that
+      // join in the adapter and end once the library's call has returned.
+      this.#pendingRejoinDelayMs = Number.POSITIVE_INFINITY;
+      setImmediate(() => this.end('connection-lost'));
       return;
     }
     this.#pendingRejoinDelayMs = Math.min(500 * 2 ** (this.#rejoins.length - 1), 8_000);
@@ -357,6 +361,7 @@ export class GuildSession {
           clearTimeout(held);
           const joining = (payload as { d?: { channel_id?: unknown } }).d?.channel_id != null;
           if (!joining || delay === 0) return adapter.sendPayload(payload);
+          if (delay === Number.POSITIVE_INFINITY) return true;
           held = setTimeout(() => {
             if (!this.#ended) adapter.sendPayload(payload);
           }, delay);

@@ -117,16 +117,20 @@ describe('the Discord emulator, driven by an unmodified discord.js bot', () => {
     expect(pressed.content).toBe('pressed again');
     expect(pressed.components).toEqual([]);
 
-    const hello = discord.untilChannelMessage(text);
+    const hello = discord.untilChannelMessage(text, { timeoutMs: 800 });
     discord.sendMessage(member, text, '!hello');
     // Without MESSAGE_CONTENT the bot sees an empty content, as on Discord, and so does not answer.
-    await expect(discord.untilChannelMessage(text, { timeoutMs: 800 })).rejects.toThrow(/timed out/);
     await expect(hello).rejects.toThrow(/timed out/);
     expect(world.bot.seenMessages).toEqual(['']);
+    // A mention of the bot is readable even without the intent, so the bot sees it.
+    discord.sendMessage(member, text, '!hello', { mentions: [world.guild.bot] });
+    expect(await discord.untilChannelMessage(text)).toMatchObject({ content: 'hi', channelId: text.id });
+    expect(discord.channelMessages(text).map((m) => m.content)).toEqual(['hi']);
 
     const kinds = discord.rest.map((c) => `${c.method} ${c.path.replace(/\d{6,}|[\w-]{40,}/g, ':id')}`);
     expect(kinds).toContain('POST /interactions/:id/:id/callback');
-    expect(kinds).toContain('PATCH /webhooks/:id/:id/messages/@original');
+    expect(kinds).toContain('POST /webhooks/:id/:id');
+    expect(kinds).toContain('POST /channels/:id/messages');
   }, 30_000);
 
   it('answers a second initial response with 40060 and unknown tokens with 10062', async () => {
@@ -174,17 +178,18 @@ describe('fault controls', () => {
     world.discord.faults.closeVoice(world.guild, 4014);
     await world.discord.voice(world.guild).untilDisconnected();
     await waitForStatus(connection, 'disconnected');
+    expect(world.discord.voiceHandshakes).toEqual({ identified: 1, resumed: 0 });
   });
 
   it.each([4006, 4017])('%i makes the library rejoin at once (a fresh voice session)', async (code) => {
     world = await startWorld();
     await joined(world);
-    const joinsBefore = world.discord.rest.length;
-    void joinsBefore;
+    const capture = world.discord.voice(world.guild);
     world.discord.faults.closeVoice(world.guild, code);
-    await world.discord.voice(world.guild).untilDisconnected();
-    await world.discord.voice(world.guild).untilConnected();
+    await capture.untilDisconnected();
+    await capture.untilConnected();
     await waitForStatus(world.bot.connection(world.guild.id), 'ready');
+    expect(world.discord.voiceHandshakes).toEqual({ identified: 2, resumed: 0 });
   });
 
   it('4015 makes the library resume the same voice session', async () => {
@@ -195,6 +200,7 @@ describe('fault controls', () => {
     await capture.untilDisconnected();
     await capture.untilConnected();
     await waitForStatus(world.bot.connection(world.guild.id), 'ready');
+    expect(world.discord.voiceHandshakes).toEqual({ identified: 1, resumed: 1 });
   });
 
   it('dropped voice heartbeats make the client close and resume', async () => {
@@ -205,6 +211,7 @@ describe('fault controls', () => {
     await capture.untilDisconnected({ timeoutMs: 5_000 });
     world.discord.faults.dropVoiceHeartbeats(false);
     await capture.untilConnected({ timeoutMs: 5_000 });
+    expect(world.discord.voiceHandshakes.resumed).toBeGreaterThanOrEqual(1);
   });
 
   it('dropped gateway heartbeats make the client resume its session', async () => {

@@ -12,6 +12,7 @@ import { Events, PermissionFlagsBits } from 'discord.js';
 import { parseConfig, secretsOf } from '../../src/config.ts';
 import { type Herald, startHerald } from '../../src/herald.ts';
 import { createLogger } from '../../src/log.ts';
+import type { TtsTimeouts } from '../../src/tts/index.ts';
 import {
   type Channel,
   type DiscordEmulator,
@@ -26,6 +27,10 @@ export interface WorldOptions {
   readonly tts?: TtsEmulatorOptions;
   /** Extra or overriding environment variables for Herald. */
   readonly env?: Record<string, string>;
+  /** Voice join deadline (Herald's default is 15 s). */
+  readonly voiceConnectTimeoutMs?: number;
+  /** TTS client timeouts (Herald's defaults are seconds long). */
+  readonly ttsTimeouts?: TtsTimeouts;
 }
 
 /** A server with a text channel, a voice channel, an admin and a member, and Herald logged in. */
@@ -83,7 +88,13 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
       secrets: secretsOf(parsed.value),
       write: (line) => logs.push(line),
     });
-    const herald = await startHerald(parsed.value, { logger });
+    const herald = await startHerald(parsed.value, {
+      logger,
+      ...(options.ttsTimeouts ? { ttsTimeouts: options.ttsTimeouts } : {}),
+      ...(options.voiceConnectTimeoutMs === undefined
+        ? {}
+        : { voiceConnectTimeoutMs: options.voiceConnectTimeoutMs }),
+    });
     // discord.js is ready once every guild of READY has arrived as GUILD_CREATE.
     if (!herald.client.isReady()) await once(herald.client, Events.ClientReady);
     return herald;
