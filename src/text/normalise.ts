@@ -59,6 +59,10 @@ export function needsAuthorPrefix(
   return previous === undefined || previous.authorId !== authorId || !(at - previous.at < windowMs);
 }
 
+function hasWords(text: string): boolean {
+  return /[\p{L}\p{N}]/u.test(text);
+}
+
 /** Calls a caller-supplied lookup, treating a throw like an unknown id so normalisation stays total. */
 function lookUp(lookup: (id: string) => string | undefined, id: string): string | undefined {
   try {
@@ -82,7 +86,7 @@ export function normaliseMessage(message: MessageToSpeak, options: NormaliseOpti
   // Names are the members' own choice of characters: cleaned like text, but their emoji are never read out.
   const speakName = (name: string | undefined, fallback: string) => {
     const spoken = name === undefined ? '' : cleanPlain(sanitise(name), { ...clean, emoji: 'drop' });
-    return /[\p{L}\p{N}]/u.test(spoken) ? spoken : fallback;
+    return hasWords(spoken) ? spoken : fallback;
   };
   const content = resolveMarkdown(sanitise(String(message.content ?? '')), {
     userName: (id) => speakName(lookUp(options.userName, id), 'someone'),
@@ -97,9 +101,16 @@ export function normaliseMessage(message: MessageToSpeak, options: NormaliseOpti
   );
   const body = cleanPlain(`${content}\n${extras}`, clean);
   // Punctuation alone would buy seconds of silence.
-  if (!/[\p{L}\p{N}]/u.test(body) || maxChars <= 0) return '';
-  const spoken =
-    options.authorPrefix === undefined ? body : `${speakName(options.authorPrefix, 'someone')} said, ${body}`;
-  const result = truncate(spoken, maxChars);
+  if (!hasWords(body) || maxChars <= 0) return '';
+  const prefix =
+    options.authorPrefix === undefined ? '' : `${speakName(options.authorPrefix, 'someone')} said, `;
+  let result = truncate(`${prefix}${body}`, maxChars);
+  // A name that leaves no room for any of the message is dropped rather than read on its own.
+  if (
+    prefix !== '' &&
+    !(result.startsWith(prefix) && hasWords(result.slice(prefix.length).replace(/ and more$/, '')))
+  ) {
+    result = truncate(body, maxChars);
+  }
   return countCharacters(result) <= maxChars ? result : '';
 }

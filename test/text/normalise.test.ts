@@ -158,6 +158,12 @@ const TEXT_CASES: readonly Case[] = [
     'Al said, one and more',
     { maxChars: 22, authorPrefix: 'Al' },
   ],
+  [
+    'a name too long for the limit is dropped',
+    'one two three four',
+    'one two and more',
+    { maxChars: 17, authorPrefix: 'Bartholomew Longname' },
+  ],
   ['one long word is cut inside', 'abcdefghijklmnopqrstuvwxyz', 'abcdef and more', { maxChars: 15 }],
   ['trailing comma dropped before "and more"', 'one, two three', 'one and more', { maxChars: 13 }],
   ['zero limit says nothing', 'hello', '', { maxChars: 0 }],
