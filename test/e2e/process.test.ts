@@ -1,0 +1,130 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DiscordEmulator, startDiscordEmulator } from '../emulators/discord/index.ts';
+import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
+
+// Herald as an operator runs it: `npm start` and `npm run deploy-commands` as real processes.
+
+interface Run {
+  readonly code: number | null;
+  readonly output: string;
+}
+
+function run(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  until?: RegExp,
+): { child: ChildProcess; done: Promise<Run>; seen: Promise<void> } {
+  // A clean environment: nothing from this machine's shell or a developer's .env leaks in.
+  const child = spawn(process.execPath, [script, ...args], {
+    cwd: mkdtempSync(join(tmpdir(), 'herald-proc-')),
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  let resolveSeen: () => void = () => {};
+  const seen = new Promise<void>((resolve) => {
+    resolveSeen = resolve;
+  });
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (until?.test(output)) resolveSeen();
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const done = once(child, 'exit').then(([code]) => ({ code: code as number | null, output }));
+  return { child, done, seen };
+}
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const INDEX = join(ROOT, 'src', 'index.ts');
+const DEPLOY = join(ROOT, 'scripts', 'deploy-commands.ts');
+
+let discord: DiscordEmulator;
+let tts: TtsEmulator;
+let dataDir: string;
+beforeAll(async () => {
+  [discord, tts] = await Promise.all([startDiscordEmulator(), startTtsEmulator()]);
+  dataDir = mkdtempSync(join(tmpdir(), 'herald-proc-data-'));
+});
+afterAll(async () => {
+  await Promise.all([discord?.close(), tts?.close()]);
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const goodEnv = () => ({
+  DISCORD_TOKEN: discord.token,
+  DISCORD_APPLICATION_ID: discord.applicationId,
+  DISCORD_REST_URL: discord.restUrl,
+  TTS_BASE_URL: tts.baseUrl,
+  TTS_API_KEY: tts.apiKey,
+  DATABASE_URL: `sqlite:${join(dataDir, 'herald.sqlite')}`,
+  LOG_LEVEL: 'debug',
+});
+
+describe('npm start', () => {
+  it('refuses bad configuration with one message listing every problem, exit code 1 and no stack trace', async () => {
+    const secretKey = 'not-the-right-shape-secret-1234567890';
+    const { done } = run(INDEX, [], { TTS_API_KEY: secretKey, LOG_LEVEL: 'chatty' });
+    const { code, output } = await done;
+    expect(code).toBe(1);
+    expect(output).toMatch(/^Herald cannot start; fix the configuration:/);
+    for (const name of [
+      'DISCORD_TOKEN',
+      'DISCORD_APPLICATION_ID',
+      'TTS_BASE_URL',
+      'TTS_API_KEY',
+      'LOG_LEVEL',
+    ]) {
+      expect(output).toContain(`  - ${name}`);
+    }
+    expect(output).not.toMatch(/\bat .+:\d+:\d+/); // no stack frames
+    expect(output).not.toContain(secretKey);
+  });
+
+  it('logs in, answers, shuts down cleanly on SIGTERM, and never prints the token or the key', async () => {
+    const guild = discord.createGuild({ name: 'Process Test' });
+    guild.addTextChannel('general');
+    const member = guild.addMember({ name: 'Gil' });
+    const bot = run(INDEX, [], goodEnv(), /"msg":"logged in"/);
+    await bot.seen;
+    await discord.untilReady();
+    const reply = await discord.slash(member, 'voices');
+    expect(reply.embeds[0]?.description).toContain('**Bella**');
+    bot.child.kill('SIGTERM');
+    const { code, output } = await bot.done;
+    expect(code).toBe(0);
+    expect(output).toMatch(/"msg":"shutting down"/);
+    expect(output).not.toContain(discord.token);
+    expect(output).not.toContain(tts.apiKey);
+  });
+});
+
+describe('npm run deploy-commands', () => {
+  it('registers every command in one server, with Manage Server as /voice-set’s default permission', async () => {
+    const guild = discord.createGuild({ name: 'Deploy Test' });
+    const { code, output } = await run(DEPLOY, ['--guild', guild.id], goodEnv()).done;
+    expect(output).toMatch(/Registered 7 commands in server/);
+    expect(code).toBe(0);
+    const registered = discord.commands.guild.get(guild.id) ?? [];
+    expect(registered.map((command) => command.name).sort()).toEqual(
+      ['join', 'leave', 'skip', 'speak', 'stop', 'voice-set', 'voices'].sort(),
+    );
+    const voiceSet = registered.find((command) => command.name === 'voice-set');
+    expect(voiceSet?.default_member_permissions).toBe(String(1 << 5)); // Manage Server
+    expect(registered.every((command) => JSON.stringify(command.contexts) === '[0]')).toBe(true);
+  });
+
+  it('registers globally, and refuses a malformed server id', async () => {
+    expect((await run(DEPLOY, [], goodEnv()).done).code).toBe(0);
+    expect(discord.commands.global.length).toBe(7);
+    const refused = await run(DEPLOY, ['--guild', 'nope'], goodEnv()).done;
+    expect(refused.code).toBe(1);
+    expect(refused.output).toMatch(/--guild needs a numeric server id/);
+  });
+});
