@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { PermissionFlagsBits } from 'discord.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -237,8 +238,11 @@ describe('fault controls', () => {
   it('op 9 resumable=false makes the client identify afresh', async () => {
     world = await startWorld();
     const restored = world.discord.untilSessionRestored({ timeoutMs: 15_000 });
+    // discord.js reconnects again if destroyed before it has processed the new READY; wait for its own event.
+    const shardReady = once(world.bot.client, 'shardReady');
     world.discord.faults.invalidateSession(false);
     expect(await restored).toBe('identified');
+    await shardReady;
     expect(world.discord.identifies).toHaveLength(2);
   });
 

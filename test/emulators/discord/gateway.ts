@@ -17,6 +17,8 @@ export interface GatewayHooks {
   afterReady(): void;
   /** Opcode 4 from the bot: join, move or leave a voice channel. */
   onVoiceStateUpdate(d: { guild_id: string; channel_id: string | null; self_deaf?: boolean }): void;
+  /** A new session is ready (READY and every GUILD_CREATE were sent). */
+  onReady(): void;
   /** A RESUME succeeded (RESUMED was sent). */
   onResumed(): void;
 }
@@ -124,6 +126,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     });
     options.hooks.afterReady();
     markReady();
+    options.hooks.onReady();
   };
 
   const onResume = (ws: WebSocket, d: { token?: string; session_id?: string; seq?: number }): void => {

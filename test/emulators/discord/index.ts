@@ -151,7 +151,7 @@ export interface Faults {
   invalidateSession(resumable: boolean): void;
   /** While on, a voice join gets its VOICE_STATE_UPDATE but never a VOICE_SERVER_UPDATE. */
   refuseVoiceJoin(on: boolean): void;
-  /** Delays the voice HELLO on every new voice websocket by `ms` (0 turns it off). */
+  /** Holds the voice READY back by `ms` on every voice handshake (0 turns it off). */
   delayVoiceHandshake(ms: number): void;
 }
 
@@ -222,6 +222,8 @@ export interface DiscordEmulator {
   voice(guild: Guild): VoiceCapture;
   /** Voice packets that failed to decrypt or matched no session. */
   readonly rejectedVoicePackets: number;
+  /** Voice handshakes accepted so far: IDENTIFY (a fresh voice session) and RESUME. */
+  readonly voiceHandshakes: { readonly identified: number; readonly resumed: number };
   readonly faults: Faults;
   close(): Promise<void>;
 }
@@ -410,8 +412,8 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         for (const guild of guilds.values()) {
           if (guild.botPresent) gateway.dispatch('GUILD_CREATE', guildCreatePayload(guild, voiceSessionOf));
         }
-        notify();
       },
+      onReady: () => notify(),
       onVoiceStateUpdate: (d) => onBotVoiceState(d),
       onResumed: () => {
         for (const listener of [...resumedListeners]) listener();
@@ -1277,6 +1279,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     commands,
     identifies: gateway.identifies,
     gatewayHeartbeats: gateway.heartbeats,
+    voiceHandshakes: voice.handshakes,
     get rejectedVoicePackets() {
       return voice.rejected.count;
     },

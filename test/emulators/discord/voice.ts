@@ -46,10 +46,12 @@ export interface VoiceServer {
   closeSocket(guildId: string, code: number, reason?: string): boolean;
   isConnected(guildId: string): boolean;
   dropHeartbeats(on: boolean): void;
-  /** Holds HELLO back by `ms` on every new voice websocket (0: no delay). */
+  /** Holds READY (the answer to IDENTIFY) back by `ms` on every voice handshake (0: no delay). */
   delayHandshake(ms: number): void;
   /** Packets that failed to decrypt or matched no session (should stay 0). */
   readonly rejected: { count: number };
+  /** Voice IDENTIFYs (fresh sessions) and RESUMEs accepted so far. */
+  readonly handshakes: { identified: number; resumed: number };
   close(): Promise<void>;
 }
 
@@ -78,6 +80,7 @@ const OP = {
   resumed: 9,
 };
 const AES_MODE = 'aead_aes256_gcm_rtpsize';
+const XCHACHA_MODE = 'aead_xchacha20_poly1305_rtpsize';
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 
 /** Starts the voice server on 127.0.0.1 (random TLS and UDP ports). */
@@ -85,6 +88,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const allocations = new Map<string, Allocation>();
   const bySsrc = new Map<number, Allocation>();
   const rejected = { count: 0 };
+  const handshakes = { identified: 0, resumed: 0 };
   const timers = new Set<NodeJS.Timeout>();
   let dropHeartbeats = false;
   let handshakeDelayMs = 0;
@@ -92,6 +96,18 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const https_ = https.createServer({ cert: options.cert, key: options.key });
   const wss = new WebSocketServer({ server: https_ });
   const udp = dgram.createSocket('udp4');
+
+  const later = (action: () => void): void => {
+    if (handshakeDelayMs <= 0) {
+      action();
+      return;
+    }
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      action();
+    }, handshakeDelayMs);
+    timers.add(timer);
+  };
 
   const setConnected = (allocation: Allocation, connected: boolean): void => {
     if (allocation.connected === connected) return;
@@ -138,17 +154,21 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         allocation.ws = ws;
         bound.a = allocation;
         bySsrc.set(allocation.ssrc, allocation);
+        handshakes.identified += 1;
         const address = udp.address();
         // AES-GCM first: the client takes the first listed mode it claims (see discord-protocol.md §6).
-        send(allocation, ws, {
-          op: OP.ready,
-          d: {
-            ssrc: allocation.ssrc,
-            ip: address.address,
-            port: address.port,
-            modes: [AES_MODE, 'aead_xchacha20_poly1305_rtpsize'],
-          },
-        });
+        const ready = (): void =>
+          send(allocation, ws, {
+            op: OP.ready,
+            d: {
+              ssrc: allocation.ssrc,
+              ip: address.address,
+              port: address.port,
+              modes: [AES_MODE, XCHACHA_MODE],
+            },
+          });
+        // The client identifies as soon as the socket opens, so the handshake is held back at READY.
+        later(ready);
         return;
       }
       case OP.selectProtocol: {
@@ -198,6 +218,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         if (allocation.ws && allocation.ws !== ws) allocation.ws.close(4006, 'Session no longer valid.');
         allocation.ws = ws;
         bound.a = allocation;
+        handshakes.resumed += 1;
         send(allocation, ws, { op: OP.resumed, d: null });
         setConnected(allocation, true);
         return;
@@ -218,17 +239,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         setConnected(allocation, false);
       }
     });
-    const hello = (): void =>
-      send(undefined, ws, { op: OP.hello, d: { heartbeat_interval: options.heartbeatIntervalMs, v: 8 } });
-    if (handshakeDelayMs <= 0) {
-      hello();
-      return;
-    }
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      hello();
-    }, handshakeDelayMs);
-    timers.add(timer);
+    send(undefined, ws, { op: OP.hello, d: { heartbeat_interval: options.heartbeatIntervalMs, v: 8 } });
   });
 
   udp.on('message', (message, remote) => {
@@ -303,6 +314,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       handshakeDelayMs = ms;
     },
     rejected,
+    handshakes,
     close: async () => {
       for (const timer of timers) clearTimeout(timer);
       for (const ws of wss.clients) ws.terminate();
