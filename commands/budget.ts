@@ -1,0 +1,192 @@
+import {
+  ChannelType,
+  InteractionContextType,
+  MessageFlags,
+  PermissionFlagsBits,
+  SlashCommandBuilder,
+} from 'discord.js';
+import {
+  type BudgetDeps,
+  type BudgetStatus,
+  type DailySpend,
+  formatUsd,
+  type GuildBudgetSettings,
+  type RecheckOutcome,
+} from '../src/budget/index.ts';
+import type { Command, Deps } from '../src/command.ts';
+import { respondEphemeral } from '../src/replies.ts';
+
+/** Member lines shown by `/budget show`; keeps the reply far below Discord's 2,000-character limit. */
+const MAX_MEMBER_LINES = 15;
+
+export const budget = {
+  data: new SlashCommandBuilder()
+    .setName('budget')
+    .setDescription('Herald’s speech budget: balance, floor, spend and caps.')
+    .setContexts(InteractionContextType.Guild)
+    // Discord hides the command from members without Manage Server; the handler checks again, because admins can
+    // change command permissions per server. `recheck` is for the bot's operator whatever their permissions.
+    .setDefaultMemberPermissions(PermissionFlagsBits.ManageGuild)
+    .addSubcommand((sub) =>
+      sub.setName('show').setDescription('The balance, the floor, the price and this server’s spend today.'),
+    )
+    .addSubcommand((sub) =>
+      sub
+        .setName('recheck')
+        .setDescription(
+          'Operator only: read the balance with the cheapest paid call; resumes after a top-up.',
+        ),
+    )
+    .addSubcommand((sub) =>
+      sub
+        .setName('cap')
+        .setDescription('Limit what this server may spend per day (UTC); 0 removes the cap.')
+        .addNumberOption((option) =>
+          option
+            .setName('usd')
+            .setDescription('US dollars per day; 0 for no cap')
+            .setRequired(true)
+            .setMinValue(0),
+        ),
+    )
+    .addSubcommand((sub) =>
+      sub
+        .setName('alerts')
+        .setDescription('Where budget warnings go for this server; leave out the channel to stop them.')
+        .addChannelOption((option) =>
+          option
+            .setName('channel')
+            .setDescription('A text channel Herald can post in')
+            .addChannelTypes(ChannelType.GuildText),
+        ),
+    ),
+
+  // `Deps & BudgetDeps` until the composition root merges BudgetDeps into Deps.
+  async execute(interaction, deps: Deps & BudgetDeps) {
+    const subcommand = interaction.options.getSubcommand();
+    if (subcommand === 'recheck') {
+      if (!deps.ownerIds.has(interaction.user.id)) {
+        return respondEphemeral(interaction, 'Only the bot’s operator can run /budget recheck.');
+      }
+      await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+      const outcome = await deps.budget.recheck(deps.budgetProbe, {
+        guildId: interaction.guildId,
+        userId: interaction.user.id,
+      });
+      return respondEphemeral(interaction, describeRecheck(outcome));
+    }
+    if (!interaction.memberPermissions.has(PermissionFlagsBits.ManageGuild)) {
+      return respondEphemeral(interaction, '/budget needs the Manage Server permission.');
+    }
+    switch (subcommand) {
+      case 'show':
+        return respondEphemeral(
+          interaction,
+          renderBudget(
+            deps.budget.status(),
+            deps.budget.spendToday(interaction.guildId),
+            deps.budget.guildSettings(interaction.guildId),
+            deps.budgetAlertChannelId,
+          ),
+        );
+      case 'cap': {
+        const usd = interaction.options.getNumber('usd', true);
+        if (!Number.isFinite(usd) || usd < 0) {
+          return respondEphemeral(interaction, 'The cap must be 0 (no cap) or a positive amount of dollars.');
+        }
+        deps.budget.setDailyCap(interaction.guildId, usd === 0 ? null : usd);
+        return respondEphemeral(
+          interaction,
+          usd === 0
+            ? 'This server no longer has a daily speech cap.'
+            : `This server may now spend at most ${formatUsd(usd)} on speech per day (UTC).`,
+        );
+      }
+      case 'alerts': {
+        const channel = interaction.options.getChannel('channel', false, [ChannelType.GuildText]);
+        deps.budget.setAlertChannel(interaction.guildId, channel?.id ?? null);
+        const override =
+          deps.budgetAlertChannelId === undefined
+            ? ''
+            : ` The operator sends every alert to <#${deps.budgetAlertChannelId}>, so this setting waits until that changes.`;
+        return respondEphemeral(
+          interaction,
+          channel
+            ? `Budget warnings for this server will go to <#${channel.id}>.${override}`
+            : 'This server no longer receives budget warnings.',
+        );
+      }
+      default:
+        return respondEphemeral(interaction, 'I do not know that /budget subcommand.');
+    }
+  },
+} satisfies Command;
+
+/** The `/budget show` reply: account figures, then this server's spend today with per-member lines. */
+export function renderBudget(
+  status: BudgetStatus,
+  spend: DailySpend,
+  settings: GuildBudgetSettings,
+  operatorAlertChannelId: string | undefined,
+): string {
+  const balance =
+    status.balanceUsd === undefined
+      ? 'unknown (no speech generated yet)'
+      : `${formatUsd(status.balanceUsd)}${status.balanceSeenAt === undefined ? '' : `, seen ${timestamp(status.balanceSeenAt)}`}`;
+  const price =
+    status.pricePerCharUsd === undefined
+      ? 'unknown until the first generation'
+      : `${formatUsd(status.pricePerCharUsd)} per character (${status.priceSource})`;
+  const state =
+    status.status === 'active'
+      ? 'speaking'
+      : `stopped since ${timestamp(status.since)}: ${status.reason === 'floor-reached' ? 'the floor is reached' : 'the service refused for lack of credit'}; the operator can run /budget recheck after a top-up`;
+  const lines = [
+    `**Account** · ${state}`,
+    `Balance: ${balance}`,
+    `Floor: ${formatUsd(status.floorUsd)}${status.warnUsd === undefined ? '' : ` · warning at ${formatUsd(status.warnUsd)}`}`,
+    `Price: ${price}`,
+    `Per member: at most ${status.memberCharsPerMinute.toLocaleString('en')} characters a minute`,
+    ...(status.inFlight > 0
+      ? [`In flight: ${status.inFlight} (${formatUsd(status.reservedUsd)} set aside)`]
+      : []),
+    '',
+    `**This server today** (${spend.day}, UTC): ${formatUsd(spend.usd)} · ${spend.characters.toLocaleString('en')} characters · ${spend.generations} generations`,
+    `Daily cap: ${settings.dailyCapUsd === null ? 'none' : formatUsd(settings.dailyCapUsd)}`,
+    `Alerts: ${alertDestination(settings, operatorAlertChannelId)}`,
+    ...spend.members
+      .slice(0, MAX_MEMBER_LINES)
+      .map(
+        (member) =>
+          `• <@${member.userId}>: ${formatUsd(member.usd)} · ${member.characters.toLocaleString('en')} characters · ${member.generations} generations`,
+      ),
+    ...(spend.members.length > MAX_MEMBER_LINES
+      ? [`…and ${spend.members.length - MAX_MEMBER_LINES} more members`]
+      : []),
+  ];
+  return lines.join('\n');
+}
+
+/** The `/budget recheck` reply. */
+export function describeRecheck(outcome: RecheckOutcome): string {
+  const balance = outcome.balanceUsd === undefined ? 'unknown' : formatUsd(outcome.balanceUsd);
+  switch (outcome.kind) {
+    case 'resumed':
+      return `Herald speaks again: the balance is ${balance}, above the floor (${formatUsd(outcome.floorUsd)}).`;
+    case 'still-blocked':
+      return `Herald stays stopped: the balance is ${balance} and the floor is ${formatUsd(outcome.floorUsd)}. Top up the account, then run /budget recheck again.`;
+    case 'active':
+      return `Herald was not stopped; the balance is ${balance} (floor ${formatUsd(outcome.floorUsd)}).`;
+  }
+}
+
+function alertDestination(settings: GuildBudgetSettings, operatorChannelId: string | undefined): string {
+  if (operatorChannelId !== undefined) return `<#${operatorChannelId}> (set by the operator)`;
+  return settings.alertChannelId === null
+    ? 'the log only (see /budget alerts)'
+    : `<#${settings.alertChannelId}>`;
+}
+
+function timestamp(ms: number): string {
+  return `<t:${Math.floor(ms / 1000)}:R>`;
+}

@@ -1,0 +1,47 @@
+import type { Logger } from '../log.ts';
+import { type BudgetAlert, formatUsd } from './guard.ts';
+import type { BudgetStore } from './store.ts';
+
+/** Options of {@link createBudgetAlerter}. */
+export interface BudgetAlerterOptions {
+  /** Read for the channels servers configured with `/budget alerts`. */
+  readonly store: Pick<BudgetStore, 'alertChannels'>;
+  /** `BUDGET_ALERT_CHANNEL_ID`: when set, the only channel alerts go to. */
+  readonly alertChannelId: string | undefined;
+  /** Posts a message in a text channel (no mentions); rejects when it cannot. */
+  readonly send: (channelId: string, content: string) => Promise<void>;
+  readonly logger: Logger;
+}
+
+/**
+ * The guard's `onAlert`: one account pays for every server, so an alert goes to the operator's channel when
+ * configured, otherwise to every server's alert channel, otherwise only to the log (the guard logs every alert).
+ */
+export function createBudgetAlerter(options: BudgetAlerterOptions): (alert: BudgetAlert) => void {
+  return (alert) => {
+    const targets =
+      options.alertChannelId === undefined ? options.store.alertChannels() : [options.alertChannelId];
+    const content = describeAlert(alert);
+    for (const channelId of targets) {
+      options
+        .send(channelId, content)
+        .catch((error: unknown) =>
+          options.logger.warn('could not post a budget alert', { channel: channelId, err: error }),
+        );
+    }
+  };
+}
+
+/** The sentence posted for an alert. */
+export function describeAlert(alert: BudgetAlert): string {
+  switch (alert.kind) {
+    case 'warn':
+      return `Herald’s speech budget is running low: the account balance is ${formatUsd(alert.balanceUsd)} (warning level ${formatUsd(alert.warnUsd)}); Herald stops speaking at ${formatUsd(alert.floorUsd)}.`;
+    case 'blocked':
+      return alert.reason === 'floor-reached'
+        ? `Herald has stopped speaking: the account balance (${alert.balanceUsd === undefined ? 'unknown' : formatUsd(alert.balanceUsd)}) has reached the floor (${formatUsd(alert.floorUsd)}). After a top-up, the operator can run /budget recheck.`
+        : `Herald has stopped speaking: the speech service refused a request for lack of credit${alert.balanceUsd === undefined ? '' : ` (balance ${formatUsd(alert.balanceUsd)})`}. After a top-up, the operator can run /budget recheck.`;
+    case 'resumed':
+      return `Herald speaks again: the account balance is ${formatUsd(alert.balanceUsd)}, above the floor (${formatUsd(alert.floorUsd)}).`;
+  }
+}

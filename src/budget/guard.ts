@@ -1,0 +1,610 @@
+import type { Logger } from '../log.ts';
+import { UserFacingError } from '../replies.ts';
+import { TtsAbortedError, TtsInsufficientBalanceError } from '../tts/index.ts';
+import {
+  type AccountState,
+  type BlockReason,
+  type BudgetStore,
+  type DailySpend,
+  type GuildBudgetSettings,
+  utcDay,
+} from './store.ts';
+
+/** What a generation is for: who asked, where, and how many characters the service will bill. */
+export interface BudgetRequest {
+  readonly guildId: string;
+  readonly userId: string;
+  /** Unicode code points of the text sent, as the service counts them. */
+  readonly characters: number;
+}
+
+/** Money set aside for one generation in flight; settle or release it exactly once. */
+export interface Reservation {
+  readonly id: number;
+  /** `probe` is the operator's `/budget recheck`; it bypasses the checks and its balance is always trusted. */
+  readonly kind: 'speech' | 'probe';
+  readonly guildId: string;
+  readonly userId: string;
+  readonly characters: number;
+  /** USD set aside; 0 while the price per character is unknown. */
+  readonly estimateUsd: number;
+}
+
+/** Why a request may not be spoken; each kind carries what its sentence needs (see {@link describeRefusal}). */
+export type BudgetRefusal =
+  | {
+      readonly kind: 'blocked';
+      readonly reason: BlockReason;
+      readonly since: number;
+      /** The last known balance; undefined when the service never reported one. */
+      readonly balanceUsd: number | undefined;
+      readonly floorUsd: number;
+    }
+  | {
+      readonly kind: 'would-cross-floor';
+      readonly balanceUsd: number;
+      /** Already set aside for generations in flight. */
+      readonly reservedUsd: number;
+      readonly estimateUsd: number;
+      readonly floorUsd: number;
+    }
+  | {
+      readonly kind: 'daily-cap';
+      readonly guildId: string;
+      /** Spent today plus in flight for this server. */
+      readonly spentUsd: number;
+      readonly estimateUsd: number;
+      readonly capUsd: number;
+      /** Next UTC midnight, ms since the epoch. */
+      readonly resetsAt: number;
+    }
+  | {
+      readonly kind: 'member-rate';
+      readonly userId: string;
+      /** Characters in the last minute, in flight included. */
+      readonly usedCharacters: number;
+      readonly characters: number;
+      readonly limitPerMinute: number;
+      /** How long until this request would fit; undefined when it never can (longer than the limit). */
+      readonly retryAfterMs: number | undefined;
+    };
+
+/** Outcome of {@link BudgetGuard.reserve}. `learning`: the price or balance is unknown and one generation is in flight. */
+export type ReserveOutcome =
+  | { readonly kind: 'reserved'; readonly reservation: Reservation }
+  | BudgetRefusal
+  | { readonly kind: 'learning' };
+
+/** What the response of a generation said about money. */
+export interface Settlement {
+  readonly costUsd: number | undefined;
+  readonly balanceUsd: number | undefined;
+  readonly requestId: string | undefined;
+}
+
+/** The cheapest paid call, made by `/budget recheck` to read the balance; see `createTtsProbe`. */
+export type BudgetProbe = () => Promise<Settlement & { readonly characters: number }>;
+
+/** Outcome of {@link BudgetGuard.recheck}. */
+export type RecheckOutcome =
+  | { readonly kind: 'resumed'; readonly balanceUsd: number; readonly floorUsd: number }
+  | { readonly kind: 'still-blocked'; readonly balanceUsd: number | undefined; readonly floorUsd: number }
+  | { readonly kind: 'active'; readonly balanceUsd: number | undefined; readonly floorUsd: number };
+
+/** Something the operator should hear about; see `describeAlert`. */
+export type BudgetAlert =
+  | {
+      readonly kind: 'warn';
+      readonly balanceUsd: number;
+      readonly warnUsd: number;
+      readonly floorUsd: number;
+    }
+  | {
+      readonly kind: 'blocked';
+      readonly reason: BlockReason;
+      readonly balanceUsd: number | undefined;
+      readonly floorUsd: number;
+    }
+  | { readonly kind: 'resumed'; readonly balanceUsd: number; readonly floorUsd: number };
+
+/** Where the price per character comes from: the service's own figures, the configuration, or nowhere yet. */
+export type PriceSource = 'learned' | 'configured' | 'unknown';
+
+/** The guard's figures, for `/budget show` and tests. */
+export type BudgetStatus = {
+  readonly balanceUsd: number | undefined;
+  readonly balanceSeenAt: number | undefined;
+  readonly floorUsd: number;
+  readonly warnUsd: number | undefined;
+  readonly pricePerCharUsd: number | undefined;
+  readonly priceSource: PriceSource;
+  readonly memberCharsPerMinute: number;
+  /** Generations in flight and the money set aside for them. */
+  readonly inFlight: number;
+  readonly reservedUsd: number;
+} & (
+  | { readonly status: 'active' }
+  | { readonly status: 'blocked'; readonly since: number; readonly reason: BlockReason }
+);
+
+/** Options of {@link createBudgetGuard}. */
+export interface BudgetGuardOptions {
+  readonly store: BudgetStore;
+  /** `BUDGET_FLOOR_USD`: no request may take the balance below it. */
+  readonly floorUsd: number;
+  /** `BUDGET_WARN_USD`: alert once each time the balance falls to it; above the floor. */
+  readonly warnUsd?: number | undefined;
+  /** `BUDGET_PRICE_PER_CHAR_USD`: the price used until the service's figures teach the real one. */
+  readonly pricePerCharUsd?: number | undefined;
+  /** `BUDGET_MEMBER_CHARS_PER_MINUTE`: characters one user may have spoken in any 60 s, all servers together. */
+  readonly memberCharsPerMinute: number;
+  /** Clock in ms since the epoch; `Date.now` by default. */
+  readonly now?: () => number;
+  readonly logger: Logger;
+  /** Told of warnings, blocks and resumptions; must not throw (it is called synchronously). */
+  readonly onAlert?: (alert: BudgetAlert) => void;
+}
+
+/** Refuses, reserves and settles the money of every generation, so spending stops at the floor and never past it. */
+export interface BudgetGuard {
+  /** Would this request be allowed now? Reserves nothing: for refusing a `/speak` at once. */
+  check(request: BudgetRequest): { readonly kind: 'ok' } | BudgetRefusal;
+  /** Synchronous, so concurrent callers see each other's reservations. */
+  reserve(request: BudgetRequest): ReserveOutcome;
+  /**
+   * {@link reserve}, waiting while the price or balance is being learned (one generation at a time until then).
+   * @throws TtsAbortedError when `signal` aborts while waiting.
+   */
+  acquire(
+    request: BudgetRequest,
+    signal?: AbortSignal,
+  ): Promise<{ readonly kind: 'reserved'; readonly reservation: Reservation } | BudgetRefusal>;
+  /** Records what the generation cost (ledger row and account state, durably) and frees the reservation. */
+  settle(reservation: Reservation, settlement: Settlement): void;
+  /** Frees the reservation of a failed generation; a {@link TtsInsufficientBalanceError} blocks at once. */
+  release(reservation: Reservation, error: unknown): void;
+  status(): BudgetStatus;
+  /** The server's spend on the current UTC day, per member. */
+  spendToday(guildId: string): DailySpend;
+  guildSettings(guildId: string): GuildBudgetSettings;
+  /** Sets (or with null clears) the server's daily cap. */
+  setDailyCap(guildId: string, usd: number | null): void;
+  /** Sets (or with null clears) where this server's budget alerts go. */
+  setAlertChannel(guildId: string, channelId: string | null): void;
+  /**
+   * Makes the probe's paid call, whatever the state, and trusts the balance it reports; resumes when that is above
+   * the floor. The probe is recorded in the ledger under `by`.
+   * @throws what the probe throws, except a {@link TtsInsufficientBalanceError} (that is `still-blocked`).
+   */
+  recheck(
+    probe: BudgetProbe,
+    by: { readonly guildId: string; readonly userId: string },
+  ): Promise<RecheckOutcome>;
+}
+
+/** A refusal as an error, for the voice session's failure path; `describeFailure` shows its message. */
+export class BudgetRefusedError extends UserFacingError {
+  /** The refusal this error carries. */
+  readonly refusal: BudgetRefusal;
+
+  constructor(refusal: BudgetRefusal) {
+    super(describeRefusal(refusal));
+    this.refusal = refusal;
+  }
+}
+
+const MINUTE_MS = 60_000;
+const DAY_MS = 86_400_000;
+
+// Money is compared in whole nano-dollars: 0.5003 − 0.0003 in floating point is 0.49999999999999994, which
+// would refuse a request that lands exactly on the floor.
+const toNanos = (usd: number): number => Math.round(usd * 1e9);
+const fromNanos = (nanos: number): number => nanos / 1e9;
+
+interface OpenReservation {
+  readonly reservation: Reservation;
+  readonly estimateNanos: number;
+  /** False when the price was unknown at reservation time, so the estimate means nothing. */
+  readonly priced: boolean;
+  /** True once another generation was in flight alongside this one: its reported balance may be stale. */
+  overlapped: boolean;
+}
+
+/** Half the service's apparent rounding unit of a cost (it reports whole micro-dollars). */
+const COST_ROUNDING_USD = 0.5e-6;
+
+/**
+ * The price per character after a generation of `characters` cost `costUsd`. The service rounds each cost, so a
+ * longer text pins the price more precisely: the known price is kept while the new figure agrees with it within
+ * rounding and comes from fewer characters; a figure that disagrees means the price changed, and replaces it.
+ */
+export function learnPrice(state: AccountState, costUsd: number, characters: number): AccountState {
+  const observed = costUsd / characters;
+  const known = state.pricePerCharUsd;
+  const knownCharacters = state.priceCharacters ?? 1;
+  const tolerance = COST_ROUNDING_USD / characters + COST_ROUNDING_USD / knownCharacters;
+  if (known !== null && characters < knownCharacters && Math.abs(observed - known) <= tolerance) return state;
+  return { ...state, pricePerCharUsd: observed, priceCharacters: characters };
+}
+
+/** Creates the budget guard over a store; the account state is read from it once, then kept in step. */
+export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
+  const { store, floorUsd, warnUsd, memberCharsPerMinute } = options;
+  const now = options.now ?? Date.now;
+  const logger = options.logger;
+  const floorNanos = toNanos(floorUsd);
+  const open = new Map<number, OpenReservation>();
+  let waiters: (() => void)[] = [];
+  let nextId = 1;
+  let account: AccountState = store.account();
+
+  const price = (): number | undefined => account.pricePerCharUsd ?? options.pricePerCharUsd;
+  const estimateNanos = (characters: number): number => {
+    const perChar = price();
+    return perChar === undefined ? 0 : Math.round(perChar * characters * 1e9);
+  };
+  const reservedNanos = (keep: (reservation: Reservation) => boolean = () => true): number =>
+    [...open.values()].reduce((sum, o) => sum + (keep(o.reservation) ? o.estimateNanos : 0), 0);
+  // Without both figures an estimate means nothing, so concurrency could overshoot: one generation at a time.
+  const learning = (): boolean => account.balanceUsd === null || price() === undefined;
+
+  const alert = (event: BudgetAlert): void => {
+    if (event.kind === 'resumed') logger.info('budget resumed', { ...event });
+    else logger.warn(`budget ${event.kind}`, { ...event });
+    try {
+      options.onAlert?.(event);
+    } catch (error) {
+      logger.error('budget alert handler failed', { err: error });
+    }
+  };
+
+  const wake = (): void => {
+    const woken = waiters;
+    waiters = [];
+    for (const resume of woken) resume();
+  };
+
+  const evaluate = (request: BudgetRequest): BudgetRefusal | undefined => {
+    if (account.blockedSince !== null) {
+      return {
+        kind: 'blocked',
+        reason: account.blockedReason ?? 'floor-reached',
+        since: account.blockedSince,
+        balanceUsd: account.balanceUsd ?? undefined,
+        floorUsd,
+      };
+    }
+    const estimate = estimateNanos(request.characters);
+    if (account.balanceUsd !== null) {
+      const reserved = reservedNanos();
+      if (toNanos(account.balanceUsd) - reserved - estimate < floorNanos) {
+        return {
+          kind: 'would-cross-floor',
+          balanceUsd: account.balanceUsd,
+          reservedUsd: fromNanos(reserved),
+          estimateUsd: fromNanos(estimate),
+          floorUsd,
+        };
+      }
+    }
+    const at = now();
+    const { dailyCapUsd } = store.guildSettings(request.guildId);
+    if (dailyCapUsd !== null) {
+      const spent =
+        toNanos(store.spendOn(request.guildId, utcDay(at)).usd) +
+        reservedNanos((r) => r.guildId === request.guildId);
+      if (spent + estimate > toNanos(dailyCapUsd)) {
+        return {
+          kind: 'daily-cap',
+          guildId: request.guildId,
+          spentUsd: fromNanos(spent),
+          estimateUsd: fromNanos(estimate),
+          capUsd: dailyCapUsd,
+          resetsAt: (Math.floor(at / DAY_MS) + 1) * DAY_MS,
+        };
+      }
+    }
+    const recent = store.userCharactersSince(request.userId, at - MINUTE_MS);
+    const inFlight = [...open.values()].reduce(
+      (sum, o) => sum + (o.reservation.userId === request.userId ? o.reservation.characters : 0),
+      0,
+    );
+    const used = recent.reduce((sum, row) => sum + row.characters, 0) + inFlight;
+    if (used + request.characters > memberCharsPerMinute) {
+      return {
+        kind: 'member-rate',
+        userId: request.userId,
+        usedCharacters: used,
+        characters: request.characters,
+        limitPerMinute: memberCharsPerMinute,
+        retryAfterMs: retryAfter(recent, used + request.characters - memberCharsPerMinute, at),
+      };
+    }
+    return undefined;
+  };
+
+  /** When enough of the window's oldest rows have aged out to free `excess` characters. */
+  const retryAfter = (
+    recent: readonly { at: number; characters: number }[],
+    excess: number,
+    at: number,
+  ): number | undefined => {
+    // Characters beyond the limit by themselves can never fit, however long the member waits.
+    if (excess > 0 && recent.length === 0 && open.size === 0) return undefined;
+    let freed = 0;
+    for (const row of recent) {
+      freed += row.characters;
+      if (freed >= excess) return Math.max(0, row.at + MINUTE_MS - at);
+    }
+    // What is still in flight will be in the ledger for another full minute once it settles.
+    return MINUTE_MS;
+  };
+
+  const open1 = (request: BudgetRequest, kind: Reservation['kind']): Reservation => {
+    const estimate = estimateNanos(request.characters);
+    const reservation: Reservation = {
+      id: nextId++,
+      kind,
+      guildId: request.guildId,
+      userId: request.userId,
+      characters: request.characters,
+      estimateUsd: fromNanos(estimate),
+    };
+    const overlapped = open.size > 0;
+    for (const other of open.values()) other.overlapped = true;
+    open.set(reservation.id, {
+      reservation,
+      estimateNanos: estimate,
+      priced: price() !== undefined,
+      overlapped,
+    });
+    return reservation;
+  };
+
+  /** Applies the floor and warning rules to a state whose balance may have changed. */
+  const withTransitions = (
+    state: AccountState,
+    at: number,
+  ): { state: AccountState; alerts: BudgetAlert[] } => {
+    const alerts: BudgetAlert[] = [];
+    if (state.balanceUsd === null) return { state, alerts };
+    const balance = state.balanceUsd;
+    let next = state;
+    // Blocked when even a one-character request would cross the floor.
+    const cheapest = toNanos(next.pricePerCharUsd ?? options.pricePerCharUsd ?? 0);
+    if (next.blockedSince === null && toNanos(balance) - cheapest < floorNanos) {
+      next = { ...next, blockedSince: at, blockedReason: 'floor-reached' };
+      alerts.push({ kind: 'blocked', reason: 'floor-reached', balanceUsd: balance, floorUsd });
+    }
+    if (warnUsd !== undefined) {
+      if (!next.warned && toNanos(balance) <= toNanos(warnUsd)) {
+        next = { ...next, warned: true };
+        // A block says more than a warning; one message is enough.
+        if (alerts.length === 0) alerts.push({ kind: 'warn', balanceUsd: balance, warnUsd, floorUsd });
+      } else if (next.warned && toNanos(balance) > toNanos(warnUsd)) {
+        next = { ...next, warned: false };
+      }
+    }
+    return { state: next, alerts };
+  };
+
+  const take = (reservation: Reservation): OpenReservation | undefined => {
+    const entry = open.get(reservation.id);
+    if (!entry) {
+      logger.warn('budget reservation settled or released twice', { reservation: reservation.id });
+      return undefined;
+    }
+    open.delete(reservation.id);
+    return entry;
+  };
+
+  const settle = (reservation: Reservation, settlement: Settlement): void => {
+    const entry = take(reservation);
+    if (!entry) return;
+    try {
+      const at = now();
+      let next = account;
+      const { costUsd, balanceUsd } = settlement;
+      if (costUsd !== undefined && reservation.characters > 0)
+        next = learnPrice(next, costUsd, reservation.characters);
+      if (balanceUsd !== undefined) {
+        const known = next.balanceUsd;
+        // The balance only falls between top-ups: a higher figure from a generation that overlapped others
+        // may predate their charges, so it is not trusted. A probe's figure is the way a top-up is learned.
+        const trusted =
+          known === null || balanceUsd <= known || reservation.kind === 'probe' || !entry.overlapped;
+        if (trusted) next = { ...next, balanceUsd, balanceSeenAt: at };
+        else logger.debug('ignored a stale higher balance', { reported: balanceUsd, known });
+      } else {
+        logger.warn('the TTS response carried no balance', { requestId: settlement.requestId });
+      }
+      const { state, alerts } = withTransitions(next, at);
+      store.recordGeneration(
+        {
+          kind: reservation.kind,
+          guildId: reservation.guildId,
+          userId: reservation.userId,
+          characters: reservation.characters,
+          costUsd: costUsd ?? null,
+          estimatedCostUsd: entry.priced ? reservation.estimateUsd : null,
+          balanceAfterUsd: balanceUsd ?? null,
+          requestId: settlement.requestId ?? null,
+          at,
+        },
+        state,
+      );
+      account = state;
+      for (const event of alerts) alert(event);
+    } finally {
+      wake();
+    }
+  };
+
+  const release = (reservation: Reservation, error: unknown): void => {
+    if (!take(reservation)) return;
+    try {
+      if (!(error instanceof TtsInsufficientBalanceError)) return;
+      const balanceUsd = error.balanceUsd ?? account.balanceUsd ?? undefined;
+      const at = now();
+      const next: AccountState = {
+        ...account,
+        ...(error.balanceUsd === undefined ? {} : { balanceUsd: error.balanceUsd, balanceSeenAt: at }),
+        ...(account.blockedSince === null
+          ? { blockedSince: at, blockedReason: 'service-refused' as const }
+          : {}),
+      };
+      store.saveAccount(next);
+      const wasBlocked = account.blockedSince !== null;
+      account = next;
+      if (!wasBlocked) alert({ kind: 'blocked', reason: 'service-refused', balanceUsd, floorUsd });
+    } finally {
+      wake();
+    }
+  };
+
+  const reserve = (request: BudgetRequest): ReserveOutcome => {
+    const refusal = evaluate(request);
+    if (refusal) return refusal;
+    if (open.size > 0 && learning()) return { kind: 'learning' };
+    return { kind: 'reserved', reservation: open1(request, 'speech') };
+  };
+
+  const nextWake = (signal: AbortSignal | undefined): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        waiters = waiters.filter((waiter) => waiter !== resume);
+        reject(new TtsAbortedError());
+      };
+      const resume = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      waiters.push(resume);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+
+  // The floor or warning level may have changed since the state was saved: apply them to it now.
+  const startup = withTransitions(account, now());
+  if (startup.state !== account) {
+    account = startup.state;
+    store.saveAccount(account);
+  }
+  for (const event of startup.alerts) alert(event);
+
+  return {
+    check(request) {
+      return evaluate(request) ?? { kind: 'ok' };
+    },
+    reserve,
+    async acquire(request, signal) {
+      for (;;) {
+        if (signal?.aborted) throw new TtsAbortedError();
+        const outcome = reserve(request);
+        if (outcome.kind !== 'learning') return outcome;
+        await nextWake(signal);
+      }
+    },
+    settle,
+    release,
+    status() {
+      const perChar = price();
+      const figures = {
+        balanceUsd: account.balanceUsd ?? undefined,
+        balanceSeenAt: account.balanceSeenAt ?? undefined,
+        floorUsd,
+        warnUsd,
+        pricePerCharUsd: perChar,
+        priceSource:
+          account.pricePerCharUsd !== null
+            ? ('learned' as const)
+            : perChar === undefined
+              ? ('unknown' as const)
+              : ('configured' as const),
+        memberCharsPerMinute,
+        inFlight: open.size,
+        reservedUsd: fromNanos(reservedNanos()),
+      };
+      return account.blockedSince === null
+        ? { ...figures, status: 'active' }
+        : {
+            ...figures,
+            status: 'blocked',
+            since: account.blockedSince,
+            reason: account.blockedReason ?? 'floor-reached',
+          };
+    },
+    spendToday(guildId) {
+      return store.spendOn(guildId, utcDay(now()));
+    },
+    guildSettings(guildId) {
+      return store.guildSettings(guildId);
+    },
+    setDailyCap(guildId, usd) {
+      store.setDailyCap(guildId, usd);
+    },
+    setAlertChannel(guildId, channelId) {
+      store.setAlertChannel(guildId, channelId);
+    },
+    async recheck(probe, by) {
+      const reservation = open1({ guildId: by.guildId, userId: by.userId, characters: 1 }, 'probe');
+      let result: Awaited<ReturnType<BudgetProbe>>;
+      try {
+        result = await probe();
+      } catch (error) {
+        release(reservation, error);
+        if (error instanceof TtsInsufficientBalanceError) {
+          return { kind: 'still-blocked', balanceUsd: account.balanceUsd ?? undefined, floorUsd };
+        }
+        throw error;
+      }
+      settle({ ...reservation, characters: result.characters }, result);
+      const balance = account.balanceUsd;
+      if (account.blockedSince === null)
+        return { kind: 'active', balanceUsd: balance ?? undefined, floorUsd };
+      const cheapest = toNanos(price() ?? 0);
+      if (result.balanceUsd === undefined || balance === null || toNanos(balance) - cheapest < floorNanos) {
+        return { kind: 'still-blocked', balanceUsd: balance ?? undefined, floorUsd };
+      }
+      account = { ...account, blockedSince: null, blockedReason: null };
+      store.saveAccount(account);
+      alert({ kind: 'resumed', balanceUsd: balance, floorUsd });
+      wake();
+      return { kind: 'resumed', balanceUsd: balance, floorUsd };
+    },
+  };
+}
+
+/** The sentence a member sees for a refusal. */
+export function describeRefusal(refusal: BudgetRefusal): string {
+  switch (refusal.kind) {
+    case 'blocked': {
+      const balance = refusal.balanceUsd === undefined ? 'unknown' : formatUsd(refusal.balanceUsd);
+      return refusal.reason === 'floor-reached'
+        ? `Herald has stopped speaking: the account balance (${balance}) has reached the floor the operator set (${formatUsd(refusal.floorUsd)}).`
+        : `Herald has stopped speaking: the speech service refused a request for lack of credit (balance ${balance}; the floor the operator set is ${formatUsd(refusal.floorUsd)}). The operator can top up and run /budget recheck.`;
+    }
+    case 'would-cross-floor': {
+      const committed =
+        refusal.reservedUsd > 0 ? `, with ${formatUsd(refusal.reservedUsd)} already committed,` : '';
+      return `Herald can’t say this: it would cost about ${formatUsd(refusal.estimateUsd)} and take the account balance (${formatUsd(refusal.balanceUsd)}${committed}) below the floor the operator set (${formatUsd(refusal.floorUsd)}). A shorter message may still fit.`;
+    }
+    case 'daily-cap':
+      return `This server has used its daily speech budget: ${formatUsd(refusal.spentUsd)} of ${formatUsd(refusal.capUsd)} spent today (UTC), and this would cost about ${formatUsd(refusal.estimateUsd)}. It resets <t:${Math.floor(refusal.resetsAt / 1000)}:R>.`;
+    case 'member-rate': {
+      const limit = `${refusal.limitPerMinute.toLocaleString('en')} characters a minute`;
+      if (refusal.retryAfterMs === undefined) {
+        return `That message is ${refusal.characters.toLocaleString('en')} characters, more than the ${limit} one member may use. Send a shorter one.`;
+      }
+      return `You are speaking faster than the ${limit} one member may use (${refusal.usedCharacters.toLocaleString('en')} in the last minute). Try again in ${Math.max(1, Math.ceil(refusal.retryAfterMs / 1000))} s.`;
+    }
+  }
+}
+
+/** Dollars for people: cents always shown, more digits only when they matter (`$0.52`, `$0.0003`). */
+export function formatUsd(usd: number): string {
+  const sign = usd < 0 ? '-' : '';
+  const fixed = Math.abs(usd)
+    .toFixed(6)
+    .replace(/0{1,4}$/, '');
+  return `${sign}$${fixed}`;
+}

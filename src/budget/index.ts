@@ -1,0 +1,54 @@
+// The budget guard: configuration, storage, the guard itself, the guarded synthesis and alerts. Import from here.
+import type { BudgetGuard, BudgetProbe } from './guard.ts';
+
+export { type BudgetAlerterOptions, createBudgetAlerter, describeAlert } from './alerts.ts';
+export {
+  type BudgetConfig,
+  type BudgetConfigResult,
+  DEFAULT_MEMBER_CHARS_PER_MINUTE,
+  parseBudgetConfig,
+} from './config.ts';
+export {
+  type BudgetAlert,
+  type BudgetGuard,
+  type BudgetGuardOptions,
+  type BudgetProbe,
+  type BudgetRefusal,
+  BudgetRefusedError,
+  type BudgetRequest,
+  type BudgetStatus,
+  createBudgetGuard,
+  describeRefusal,
+  formatUsd,
+  learnPrice,
+  type PriceSource,
+  type RecheckOutcome,
+  type Reservation,
+  type ReserveOutcome,
+  type Settlement,
+} from './guard.ts';
+export {
+  type AccountState,
+  type BlockReason,
+  BUDGET_MIGRATIONS,
+  type BudgetStore,
+  createSqliteBudgetStore,
+  type DailySpend,
+  type GuildBudgetSettings,
+  type LedgerEntry,
+  type LedgerInput,
+  type MemberSpend,
+  utcDay,
+} from './store.ts';
+export { budgetedSynthesize, createTtsProbe, type GuildSynthesize, PROBE_TEXT } from './synthesize.ts';
+
+/** What `/budget` needs; the composition root merges it into `Deps`. */
+export interface BudgetDeps {
+  readonly budget: BudgetGuard;
+  /** The paid call `/budget recheck` makes. */
+  readonly budgetProbe: BudgetProbe;
+  /** `BOT_OWNER_IDS`: who may run `/budget recheck`. */
+  readonly ownerIds: ReadonlySet<string>;
+  /** `BUDGET_ALERT_CHANNEL_ID`, shown by `/budget show` as where alerts go. */
+  readonly budgetAlertChannelId: string | undefined;
+}

@@ -1,0 +1,331 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { migrate } from '../storage/sqlite.ts';
+
+/**
+ * The budget tables' migrations, applied by `migrate(db, 'budget', …)`. Append only: a released migration is
+ * never edited. Times are milliseconds since the epoch; money is USD as the service reports it.
+ */
+export const BUDGET_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE budget_account (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     balance_usd REAL,
+     balance_seen_at INTEGER,
+     price_per_char_usd REAL,
+     price_characters INTEGER,
+     blocked_since INTEGER,
+     blocked_reason TEXT,
+     warned INTEGER NOT NULL DEFAULT 0
+   );
+   INSERT INTO budget_account (id) VALUES (1);
+   CREATE TABLE budget_ledger (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     kind TEXT NOT NULL,
+     guild_id TEXT NOT NULL,
+     user_id TEXT NOT NULL,
+     characters INTEGER NOT NULL,
+     cost_usd REAL,
+     estimated_cost_usd REAL,
+     balance_after_usd REAL,
+     request_id TEXT,
+     at INTEGER NOT NULL,
+     day TEXT NOT NULL
+   );
+   CREATE INDEX budget_ledger_guild_day ON budget_ledger (guild_id, day);
+   CREATE INDEX budget_ledger_user_at ON budget_ledger (user_id, at);
+   CREATE TABLE budget_guild (
+     guild_id TEXT PRIMARY KEY,
+     daily_cap_usd REAL,
+     alert_channel_id TEXT
+   );`,
+];
+
+/** Why spending stopped: Herald's own floor check, or the service refusing for lack of credit (402). */
+export type BlockReason = 'floor-reached' | 'service-refused';
+
+/** The account as last seen, persisted so a restart resumes exactly where it stopped. */
+export interface AccountState {
+  /** The last trusted `X-Balance-USD`; null before any response. */
+  readonly balanceUsd: number | null;
+  /** When that balance was seen (ms since the epoch). */
+  readonly balanceSeenAt: number | null;
+  /** Learned price per character (cost ÷ characters); null before any generation reported a cost. */
+  readonly pricePerCharUsd: number | null;
+  /** The characters of the generation that price was learned from: more characters, less rounding error. */
+  readonly priceCharacters: number | null;
+  /** When spending stopped; null while Herald may speak. */
+  readonly blockedSince: number | null;
+  readonly blockedReason: BlockReason | null;
+  /** True once the balance fell to the warning level, until it rises above it again. */
+  readonly warned: boolean;
+}
+
+/** What one generation (or recheck probe) cost, as written to the ledger. */
+export interface LedgerInput {
+  /** `speech` for a member's utterance, `probe` for the operator's `/budget recheck`. */
+  readonly kind: 'speech' | 'probe';
+  readonly guildId: string;
+  readonly userId: string;
+  readonly characters: number;
+  /** `X-Cost-USD`; null when the service did not send it. */
+  readonly costUsd: number | null;
+  /** What the guard reserved; spend falls back to it when the cost is unknown. */
+  readonly estimatedCostUsd: number | null;
+  /** `X-Balance-USD` of this response, as reported (even when not trusted as the account's balance). */
+  readonly balanceAfterUsd: number | null;
+  readonly requestId: string | null;
+  /** Ms since the epoch. */
+  readonly at: number;
+}
+
+/** One ledger row. */
+export interface LedgerEntry extends LedgerInput {
+  readonly id: number;
+  /** The UTC day of `at`, `YYYY-MM-DD`. */
+  readonly day: string;
+}
+
+/** One member's share of a server's spend on one day. */
+export interface MemberSpend {
+  readonly userId: string;
+  readonly usd: number;
+  readonly characters: number;
+  readonly generations: number;
+}
+
+/** A server's spend on one UTC day, with per-member lines (largest first). */
+export interface DailySpend {
+  readonly guildId: string;
+  /** `YYYY-MM-DD`, UTC. */
+  readonly day: string;
+  readonly usd: number;
+  readonly characters: number;
+  readonly generations: number;
+  readonly members: readonly MemberSpend[];
+}
+
+/** A server's budget settings; servers never configured have no cap and no alert channel. */
+export interface GuildBudgetSettings {
+  readonly guildId: string;
+  /** Most this server may spend per UTC day; null for no cap. */
+  readonly dailyCapUsd: number | null;
+  /** Where budget warnings go for this server; null for none. */
+  readonly alertChannelId: string | null;
+}
+
+/**
+ * The budget's storage. Synchronous on purpose: node:sqlite is, and a settlement must be durable before the next
+ * request is reserved, so the guard never works from a half-written state.
+ */
+export interface BudgetStore {
+  account(): AccountState;
+  /** Replaces the account state. */
+  saveAccount(state: AccountState): void;
+  /** Appends a ledger row and replaces the account state in one transaction. */
+  recordGeneration(entry: LedgerInput, state: AccountState): void;
+  /** Ledger rows, oldest first; `since` (ms) keeps only rows at or after it. */
+  ledger(options?: { readonly since?: number; readonly guildId?: string }): LedgerEntry[];
+  /** A server's spend on a UTC day (`YYYY-MM-DD`). */
+  spendOn(guildId: string, day: string): DailySpend;
+  /** The user's generations after `since` (ms), oldest first, across every server. */
+  userCharactersSince(userId: string, since: number): { at: number; characters: number }[];
+  guildSettings(guildId: string): GuildBudgetSettings;
+  setDailyCap(guildId: string, usd: number | null): void;
+  setAlertChannel(guildId: string, channelId: string | null): void;
+  /** Every alert channel a server configured. */
+  alertChannels(): string[];
+  close(): void;
+}
+
+/** The UTC day of a time in ms, as `YYYY-MM-DD`. */
+export function utcDay(at: number): string {
+  return new Date(at).toISOString().slice(0, 10);
+}
+
+interface AccountRow {
+  balance_usd: number | null;
+  balance_seen_at: number | null;
+  price_per_char_usd: number | null;
+  price_characters: number | null;
+  blocked_since: number | null;
+  blocked_reason: string | null;
+  warned: number;
+}
+
+interface LedgerRow {
+  id: number;
+  kind: string;
+  guild_id: string;
+  user_id: string;
+  characters: number;
+  cost_usd: number | null;
+  estimated_cost_usd: number | null;
+  balance_after_usd: number | null;
+  request_id: string | null;
+  at: number;
+  day: string;
+}
+
+/** Spend counts the reported cost, or the reservation's estimate when the service sent none. */
+const SPEND = 'COALESCE(cost_usd, estimated_cost_usd, 0)';
+
+/** A {@link BudgetStore} on a database from `openSqlite`; applies the budget migrations first. */
+export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
+  migrate(db, 'budget', BUDGET_MIGRATIONS);
+  const selectAccount = db.prepare(
+    `SELECT balance_usd, balance_seen_at, price_per_char_usd, price_characters, blocked_since, blocked_reason, warned
+     FROM budget_account WHERE id = 1`,
+  );
+  const updateAccount = db.prepare(
+    `UPDATE budget_account SET balance_usd = ?, balance_seen_at = ?, price_per_char_usd = ?, price_characters = ?,
+       blocked_since = ?, blocked_reason = ?, warned = ? WHERE id = 1`,
+  );
+  const insertLedger = db.prepare(
+    `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, cost_usd, estimated_cost_usd,
+       balance_after_usd, request_id, at, day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const selectSpendByMember = db.prepare(
+    `SELECT user_id, SUM(${SPEND}) AS usd, SUM(characters) AS characters, COUNT(*) AS generations
+     FROM budget_ledger WHERE guild_id = ? AND day = ? GROUP BY user_id ORDER BY usd DESC, user_id`,
+  );
+  const selectUserSince = db.prepare(
+    'SELECT at, characters FROM budget_ledger WHERE user_id = ? AND at > ? ORDER BY at, id',
+  );
+  const selectGuild = db.prepare(
+    'SELECT daily_cap_usd, alert_channel_id FROM budget_guild WHERE guild_id = ?',
+  );
+  const upsertCap = db.prepare(
+    `INSERT INTO budget_guild (guild_id, daily_cap_usd) VALUES (?, ?)
+     ON CONFLICT (guild_id) DO UPDATE SET daily_cap_usd = excluded.daily_cap_usd`,
+  );
+  const upsertAlertChannel = db.prepare(
+    `INSERT INTO budget_guild (guild_id, alert_channel_id) VALUES (?, ?)
+     ON CONFLICT (guild_id) DO UPDATE SET alert_channel_id = excluded.alert_channel_id`,
+  );
+  const selectAlertChannels = db.prepare(
+    'SELECT DISTINCT alert_channel_id FROM budget_guild WHERE alert_channel_id IS NOT NULL ORDER BY alert_channel_id',
+  );
+
+  const writeAccount = (state: AccountState): void => {
+    updateAccount.run(
+      state.balanceUsd,
+      state.balanceSeenAt,
+      state.pricePerCharUsd,
+      state.priceCharacters,
+      state.blockedSince,
+      state.blockedReason,
+      state.warned ? 1 : 0,
+    );
+  };
+
+  return {
+    account() {
+      const row = selectAccount.get() as AccountRow | undefined;
+      if (!row) throw new Error('The budget_account row is missing; the budget tables are damaged.');
+      return {
+        balanceUsd: row.balance_usd,
+        balanceSeenAt: row.balance_seen_at,
+        pricePerCharUsd: row.price_per_char_usd,
+        priceCharacters: row.price_characters,
+        blockedSince: row.blocked_since,
+        blockedReason: isBlockReason(row.blocked_reason) ? row.blocked_reason : null,
+        warned: row.warned !== 0,
+      };
+    },
+    saveAccount: writeAccount,
+    recordGeneration(entry, state) {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        insertLedger.run(
+          entry.kind,
+          entry.guildId,
+          entry.userId,
+          entry.characters,
+          entry.costUsd,
+          entry.estimatedCostUsd,
+          entry.balanceAfterUsd,
+          entry.requestId,
+          entry.at,
+          utcDay(entry.at),
+        );
+        writeAccount(state);
+        db.exec('COMMIT');
+      } catch (error) {
+        db.exec('ROLLBACK');
+        throw error;
+      }
+    },
+    ledger(options = {}) {
+      const rows = db
+        .prepare(`SELECT * FROM budget_ledger WHERE at >= ? AND (? IS NULL OR guild_id = ?) ORDER BY at, id`)
+        .all(options.since ?? 0, options.guildId ?? null, options.guildId ?? null) as unknown as LedgerRow[];
+      return rows.map(toLedgerEntry);
+    },
+    spendOn(guildId, day) {
+      const rows = selectSpendByMember.all(guildId, day) as unknown as {
+        user_id: string;
+        usd: number;
+        characters: number;
+        generations: number;
+      }[];
+      const members = rows.map((row) => ({
+        userId: row.user_id,
+        usd: row.usd,
+        characters: row.characters,
+        generations: row.generations,
+      }));
+      return {
+        guildId,
+        day,
+        usd: members.reduce((sum, member) => sum + member.usd, 0),
+        characters: members.reduce((sum, member) => sum + member.characters, 0),
+        generations: members.reduce((sum, member) => sum + member.generations, 0),
+        members,
+      };
+    },
+    userCharactersSince(userId, since) {
+      return selectUserSince.all(userId, since) as unknown as { at: number; characters: number }[];
+    },
+    guildSettings(guildId) {
+      const row = selectGuild.get(guildId) as
+        | { daily_cap_usd: number | null; alert_channel_id: string | null }
+        | undefined;
+      return {
+        guildId,
+        dailyCapUsd: row?.daily_cap_usd ?? null,
+        alertChannelId: row?.alert_channel_id ?? null,
+      };
+    },
+    setDailyCap(guildId, usd) {
+      upsertCap.run(guildId, usd);
+    },
+    setAlertChannel(guildId, channelId) {
+      upsertAlertChannel.run(guildId, channelId);
+    },
+    alertChannels() {
+      return (selectAlertChannels.all() as { alert_channel_id: string }[]).map((row) => row.alert_channel_id);
+    },
+    close() {
+      if (db.isOpen) db.close();
+    },
+  };
+}
+
+function isBlockReason(value: string | null): value is BlockReason {
+  return value === 'floor-reached' || value === 'service-refused';
+}
+
+function toLedgerEntry(row: LedgerRow): LedgerEntry {
+  return {
+    id: row.id,
+    kind: row.kind === 'probe' ? 'probe' : 'speech',
+    guildId: row.guild_id,
+    userId: row.user_id,
+    characters: row.characters,
+    costUsd: row.cost_usd,
+    estimatedCostUsd: row.estimated_cost_usd,
+    balanceAfterUsd: row.balance_after_usd,
+    requestId: row.request_id,
+    at: row.at,
+    day: row.day,
+  };
+}

@@ -1,0 +1,592 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  type BudgetRefusal,
+  createSqliteBudgetStore,
+  describeRefusal,
+  formatUsd,
+  learnPrice,
+  type Reservation,
+} from '../../src/budget/index.ts';
+import { openSqlite } from '../../src/storage/sqlite.ts';
+import { TtsAbortedError, TtsInsufficientBalanceError, TtsServiceError } from '../../src/tts/index.ts';
+import { cleanTempDirs, fakeService, makeGuard, NOON, req, speakOnce, tempDbPath } from './helpers.ts';
+
+afterEach(cleanTempDirs);
+
+const PRICE = 0.0001;
+
+describe('the floor', () => {
+  // Balance, request sizes repeated until refused, how many are spoken, the refusal that stops them.
+  it.each([
+    { balance: 0.53, characters: 100, spoken: 3, stop: 'blocked' },
+    { balance: 0.535, characters: 100, spoken: 3, stop: 'would-cross-floor' },
+    { balance: 0.5001, characters: 1, spoken: 1, stop: 'blocked' },
+    { balance: 0.5, characters: 1, spoken: 0, stop: 'blocked' },
+    { balance: 0.505, characters: 100, spoken: 0, stop: 'would-cross-floor' },
+    { balance: 0.99, characters: 700, spoken: 7, stop: 'blocked' },
+    { balance: 0.995, characters: 700, spoken: 7, stop: 'would-cross-floor' },
+    { balance: 0.51, characters: 101, spoken: 0, stop: 'would-cross-floor' },
+  ])(
+    'balance $balance, $characters characters each: $spoken spoken, then $stop',
+    ({ balance, characters, spoken, stop }) => {
+      const { guard } = makeGuard({
+        account: { balanceUsd: balance, pricePerCharUsd: PRICE, priceCharacters: 1 },
+      });
+      const service = fakeService(balance, PRICE);
+      let count = 0;
+      let outcome = speakOnce(guard, service, req(characters));
+      while (outcome === 'spoken') {
+        count += 1;
+        outcome = speakOnce(guard, service, req(characters));
+      }
+      expect(count).toBe(spoken);
+      expect(outcome).toBe(stop);
+      expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
+      // Exactly where the next request would cross: one more of the same size would have taken it below.
+      expect(service.balanceUsd - characters * PRICE).toBeLessThan(0.5);
+      expect(service.charges).toHaveLength(spoken);
+    },
+  );
+
+  it('enters and persists the blocked state once even the cheapest request would cross', () => {
+    const path = tempDbPath();
+    const { guard, store, alerts, clock } = makeGuard({
+      store: createSqliteBudgetStore(openSqlite(path)),
+      account: { balanceUsd: 0.52, pricePerCharUsd: PRICE, priceCharacters: 100 },
+    });
+    const service = fakeService(0.52, PRICE);
+    expect(speakOnce(guard, service, req(100))).toBe('spoken');
+    clock.now += 5_000;
+    expect(speakOnce(guard, service, req(100))).toBe('spoken');
+    const refusal = guard.check(req(1));
+    expect(refusal).toMatchObject({
+      kind: 'blocked',
+      reason: 'floor-reached',
+      balanceUsd: 0.5,
+      floorUsd: 0.5,
+    });
+    expect(guard.status()).toMatchObject({ status: 'blocked', reason: 'floor-reached', since: NOON + 5_000 });
+    expect(alerts).toEqual([{ kind: 'blocked', reason: 'floor-reached', balanceUsd: 0.5, floorUsd: 0.5 }]);
+    store.close();
+
+    const reopened = makeGuard({ store: createSqliteBudgetStore(openSqlite(path)) });
+    expect(reopened.guard.check(req(1))).toMatchObject({ kind: 'blocked', reason: 'floor-reached' });
+    reopened.store.close();
+  });
+
+  it('does not block on an unknown balance: the first request goes through and teaches it', () => {
+    const { guard } = makeGuard({ pricePerCharUsd: PRICE });
+    const service = fakeService(3, PRICE);
+    expect(guard.check(req(100))).toEqual({ kind: 'ok' });
+    expect(speakOnce(guard, service, req(100))).toBe('spoken');
+    expect(guard.status()).toMatchObject({ balanceUsd: 2.99, balanceSeenAt: NOON, status: 'active' });
+  });
+});
+
+describe('concurrency', () => {
+  it('fifty simultaneous reservations near the floor never overshoot it together', () => {
+    const fresh = makeGuard({
+      account: { balanceUsd: 0.535, pricePerCharUsd: PRICE, priceCharacters: 100 },
+    }).guard;
+    const service = fakeService(0.535, PRICE);
+    const outcomes = Array.from({ length: 50 }, (_, i) => fresh.reserve(req(100, `m${i}`, `g${i % 5}`)));
+    const reserved = outcomes.flatMap((o) => (o.kind === 'reserved' ? [o.reservation] : []));
+    expect(reserved).toHaveLength(3);
+    expect(outcomes.filter((o) => o.kind === 'would-cross-floor')).toHaveLength(47);
+    expect(fresh.status()).toMatchObject({ inFlight: 3, reservedUsd: 0.03 });
+    // Settled in reverse order, as responses may arrive.
+    for (const reservation of reserved.reverse()) fresh.settle(reservation, service.charge(100));
+    expect(service.balanceUsd).toBeCloseTo(0.505, 9);
+    expect(fresh.status()).toMatchObject({ inFlight: 0, reservedUsd: 0, balanceUsd: 0.505 });
+  });
+
+  it('while the price and balance are unknown, lets one generation through and makes the others wait', async () => {
+    const { guard } = makeGuard();
+    const service = fakeService(0.535, PRICE);
+    const first = guard.reserve(req(100));
+    expect(first.kind).toBe('reserved');
+    expect(guard.reserve(req(100, 'm2'))).toEqual({ kind: 'learning' });
+    // /speak's pre-check does not refuse for learning.
+    expect(guard.check(req(100, 'm2'))).toEqual({ kind: 'ok' });
+
+    const waiting = Array.from({ length: 49 }, (_, i) => guard.acquire(req(100, `w${i}`)));
+    await Promise.resolve();
+    expect(guard.status().inFlight).toBe(1);
+    if (first.kind !== 'reserved') throw new Error('unreachable');
+    guard.settle(first.reservation, service.charge(100));
+    const outcomes = await Promise.all(waiting);
+    const reserved = outcomes.flatMap((o) => (o.kind === 'reserved' ? [o.reservation] : []));
+    // 0.525 left, floor 0.5: two more at 0.01.
+    expect(reserved).toHaveLength(2);
+    for (const reservation of reserved) guard.settle(reservation, service.charge(100));
+    expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
+    expect(guard.status().priceSource).toBe('learned');
+  });
+
+  it('fifty concurrent acquisitions on a fresh database stay at or above the floor', async () => {
+    const { guard } = makeGuard();
+    const service = fakeService(0.535, PRICE);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const outcome = await guard.acquire(req(100, `m${i}`));
+        if (outcome.kind !== 'reserved') return outcome.kind;
+        // Responses come back in a scrambled order.
+        for (let tick = 0; tick < (i * 7) % 5; tick++) await new Promise((resolve) => setImmediate(resolve));
+        guard.settle(outcome.reservation, service.charge(100));
+        return 'spoken';
+      }),
+    );
+    expect(results.filter((r) => r === 'spoken')).toHaveLength(3);
+    expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
+    expect(service.balanceUsd).toBeCloseTo(0.505, 9);
+  });
+
+  it('an aborted wait rejects and leaves nothing reserved', async () => {
+    const { guard } = makeGuard();
+    const first = guard.reserve(req(10));
+    const controller = new AbortController();
+    const waiting = guard.acquire(req(10, 'm2'), controller.signal);
+    controller.abort();
+    await expect(waiting).rejects.toBeInstanceOf(TtsAbortedError);
+    expect(guard.status().inFlight).toBe(1);
+    if (first.kind === 'reserved') guard.release(first.reservation, new TtsServiceError('boom'));
+    expect(guard.status().inFlight).toBe(0);
+  });
+});
+
+describe('a service refusal (402)', () => {
+  it('blocks at once, refuses before any call, and stays blocked after reopening the database', () => {
+    const path = tempDbPath();
+    const { guard, store, alerts } = makeGuard({
+      store: createSqliteBudgetStore(openSqlite(path)),
+      pricePerCharUsd: PRICE,
+    });
+    const reserved = guard.reserve(req(100));
+    if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
+    guard.release(
+      reserved.reservation,
+      new TtsInsufficientBalanceError('cannot pay', { status: 402, balanceUsd: 0.004 }),
+    );
+    const refusal = guard.check(req(1));
+    expect(refusal).toMatchObject({ kind: 'blocked', reason: 'service-refused', balanceUsd: 0.004 });
+    expect(guard.reserve(req(1)).kind).toBe('blocked');
+    expect(alerts).toEqual([
+      { kind: 'blocked', reason: 'service-refused', balanceUsd: 0.004, floorUsd: 0.5 },
+    ]);
+    store.close();
+
+    const restarted = makeGuard({ store: createSqliteBudgetStore(openSqlite(path)) });
+    expect(restarted.guard.check(req(1))).toMatchObject({ kind: 'blocked', reason: 'service-refused' });
+    expect(restarted.guard.status()).toMatchObject({ status: 'blocked', balanceUsd: 0.004 });
+    restarted.store.close();
+  });
+
+  it('other errors only free the reservation', () => {
+    const { guard } = makeGuard({ pricePerCharUsd: PRICE });
+    const reserved = guard.reserve(req(100));
+    if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
+    guard.release(reserved.reservation, new TtsServiceError('500', { status: 500 }));
+    expect(guard.status()).toMatchObject({ status: 'active', inFlight: 0 });
+  });
+});
+
+describe('recheck', () => {
+  const blockedGuard = () => {
+    const made = makeGuard({ pricePerCharUsd: PRICE });
+    const reserved = made.guard.reserve(req(100));
+    if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
+    made.guard.release(reserved.reservation, new TtsInsufficientBalanceError('no', { balanceUsd: 0.01 }));
+    return made;
+  };
+
+  it('stays blocked while the probed balance is not above the floor, resumes once it is', async () => {
+    const { guard, store, alerts } = blockedGuard();
+    const service = fakeService(0.45, PRICE);
+    const probe = async () => ({ ...service.charge(1), characters: 1 });
+    expect(await guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).toEqual({
+      kind: 'still-blocked',
+      balanceUsd: 0.4499,
+      floorUsd: 0.5,
+    });
+    expect(guard.check(req(1)).kind).toBe('blocked');
+
+    service.balanceUsd = 5; // the operator tops up
+    expect(await guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).toEqual({
+      kind: 'resumed',
+      balanceUsd: 4.9999,
+      floorUsd: 0.5,
+    });
+    expect(guard.check(req(100))).toEqual({ kind: 'ok' });
+    expect(alerts.at(-1)).toEqual({ kind: 'resumed', balanceUsd: 4.9999, floorUsd: 0.5 });
+    expect(store.ledger().map((row) => [row.kind, row.userId, row.characters, row.costUsd])).toEqual([
+      ['probe', 'owner', 1, PRICE],
+      ['probe', 'owner', 1, PRICE],
+    ]);
+  });
+
+  it('a probe refused for lack of credit leaves it blocked', async () => {
+    const { guard } = blockedGuard();
+    const probe = async () => {
+      throw new TtsInsufficientBalanceError('no', { status: 402, balanceUsd: 0 });
+    };
+    expect(await guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).toMatchObject({
+      kind: 'still-blocked',
+      balanceUsd: 0,
+    });
+    expect(guard.status().status).toBe('blocked');
+  });
+
+  it('rethrows other probe failures and frees its reservation', async () => {
+    const { guard } = blockedGuard();
+    const probe = async () => {
+      throw new TtsServiceError('down', { status: 503 });
+    };
+    await expect(guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).rejects.toBeInstanceOf(
+      TtsServiceError,
+    );
+    expect(guard.status()).toMatchObject({ status: 'blocked', inFlight: 0 });
+  });
+
+  it('refreshes the balance when nothing was blocked, trusting a higher figure', async () => {
+    const fresh = makeGuard({
+      account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 },
+    }).guard;
+    const outcome = await fresh.recheck(
+      async () => ({ costUsd: PRICE, balanceUsd: 7, requestId: 'r', characters: 1 }),
+      {
+        guildId: 'g1',
+        userId: 'owner',
+      },
+    );
+    expect(outcome).toEqual({ kind: 'active', balanceUsd: 7, floorUsd: 0.5 });
+  });
+});
+
+describe('fairness', () => {
+  it('a server over its daily cap is refused with its own kind; other servers and the next UTC day are not', () => {
+    const { guard, clock } = makeGuard({ pricePerCharUsd: PRICE });
+    const service = fakeService(10, PRICE);
+    guard.setDailyCap('g1', 0.02);
+    expect(speakOnce(guard, service, req(100))).toBe('spoken');
+    // Reserved but not settled yet still counts against the cap.
+    const inFlight = guard.reserve(req(100, 'm2'));
+    expect(inFlight.kind).toBe('reserved');
+    const refusal = guard.check(req(100, 'm3'));
+    expect(refusal).toMatchObject({ kind: 'daily-cap', guildId: 'g1', spentUsd: 0.02, capUsd: 0.02 });
+    expect(refusal).toMatchObject({ resetsAt: Date.UTC(2026, 0, 16) });
+    expect(guard.check(req(100, 'm3', 'g2'))).toEqual({ kind: 'ok' });
+
+    if (inFlight.kind === 'reserved') guard.settle(inFlight.reservation, service.charge(100));
+    expect(guard.spendToday('g1')).toMatchObject({ usd: 0.02, generations: 2, characters: 200 });
+    clock.now = Date.UTC(2026, 0, 16, 0, 0, 1);
+    expect(guard.check(req(100))).toEqual({ kind: 'ok' });
+    guard.setDailyCap('g1', null);
+    expect(guard.guildSettings('g1').dailyCapUsd).toBeNull();
+  });
+
+  it('a member over the rate limit is refused with its own kind and told when to retry', () => {
+    const { guard, clock } = makeGuard({ pricePerCharUsd: PRICE, memberCharsPerMinute: 250 });
+    const service = fakeService(10, PRICE);
+    expect(speakOnce(guard, service, req(100))).toBe('spoken');
+    clock.now += 20_000;
+    expect(speakOnce(guard, service, req(100, 'm1', 'g2'))).toBe('spoken');
+    clock.now += 10_000;
+    const refusal = guard.check(req(100));
+    expect(refusal).toMatchObject({
+      kind: 'member-rate',
+      userId: 'm1',
+      usedCharacters: 200,
+      limitPerMinute: 250,
+      retryAfterMs: 30_000,
+    });
+    expect(guard.check(req(50))).toEqual({ kind: 'ok' });
+    expect(guard.check(req(100, 'm2'))).toEqual({ kind: 'ok' });
+    // Longer than the limit: no wait would help.
+    expect(guard.check(req(251, 'm9'))).toMatchObject({ kind: 'member-rate', retryAfterMs: undefined });
+    // Open reservations count too.
+    const open = guard.reserve(req(50));
+    expect(open.kind).toBe('reserved');
+    expect(guard.check(req(1)).kind).toBe('member-rate');
+    clock.now += 30_001;
+    expect(guard.check(req(100)).kind).toBe('ok');
+  });
+});
+
+describe('price and balance learning', () => {
+  it('uses the configured price until the service reports costs, then the learned one (persisted)', () => {
+    const path = tempDbPath();
+    const { guard, store } = makeGuard({
+      store: createSqliteBudgetStore(openSqlite(path)),
+      pricePerCharUsd: 0.0002,
+    });
+    expect(guard.status()).toMatchObject({ pricePerCharUsd: 0.0002, priceSource: 'configured' });
+    const reserved = guard.reserve(req(100));
+    if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
+    expect(reserved.reservation.estimateUsd).toBe(0.02);
+    guard.settle(reserved.reservation, { costUsd: 0.01, balanceUsd: 9.99, requestId: 'r1' });
+    expect(guard.status()).toMatchObject({ pricePerCharUsd: 0.0001, priceSource: 'learned' });
+    store.close();
+    const reopened = makeGuard({ store: createSqliteBudgetStore(openSqlite(path)), pricePerCharUsd: 0.0002 });
+    expect(reopened.guard.status()).toMatchObject({ pricePerCharUsd: 0.0001, priceSource: 'learned' });
+    reopened.store.close();
+  });
+
+  it('reports an unknown price until one is configured or learned', () => {
+    expect(makeGuard().guard.status()).toMatchObject({ priceSource: 'unknown', pricePerCharUsd: undefined });
+  });
+
+  const base = {
+    balanceUsd: null,
+    balanceSeenAt: null,
+    blockedSince: null,
+    blockedReason: null,
+    warned: false,
+  } as const;
+  it.each([
+    { name: 'first figure', known: null, knownChars: null, cost: 0.0009, chars: 7, price: 0.0009 / 7 },
+    // 7 characters at 0.0000123 cost 86.1 µ$, billed 86 µ$: the 1000-character figure is the better one.
+    {
+      name: 'keeps the more precise',
+      known: 0.0000123,
+      knownChars: 1000,
+      cost: 0.000086,
+      chars: 7,
+      price: 0.0000123,
+    },
+    {
+      name: 'takes a longer text',
+      known: 0.0000123,
+      knownChars: 7,
+      cost: 0.0123,
+      chars: 1000,
+      price: 0.0000123,
+    },
+    {
+      name: 'a price change replaces it',
+      known: 0.0001,
+      knownChars: 1000,
+      cost: 0.0002,
+      chars: 1,
+      price: 0.0002,
+    },
+  ])('learnPrice: $name', ({ known, knownChars, cost, chars, price }) => {
+    const learned = learnPrice({ ...base, pricePerCharUsd: known, priceCharacters: knownChars }, cost, chars);
+    expect(learned.pricePerCharUsd).toBeCloseTo(price, 12);
+  });
+});
+
+describe('out-of-order settlement', () => {
+  const twoInFlight = () => {
+    const { guard } = makeGuard({ account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 } });
+    const a = guard.reserve(req(100));
+    const b = guard.reserve(req(100, 'm2'));
+    if (a.kind !== 'reserved' || b.kind !== 'reserved') throw new Error('expected reservations');
+    return { guard, a: a.reservation, b: b.reservation };
+  };
+
+  it('does not trust a higher balance from a generation that overlapped others', () => {
+    const { guard, a, b } = twoInFlight();
+    // The service charged A then B; B's response arrives first.
+    guard.settle(b, { costUsd: 0.01, balanceUsd: 0.98, requestId: 'b' });
+    guard.settle(a, { costUsd: 0.01, balanceUsd: 0.99, requestId: 'a' });
+    expect(guard.status().balanceUsd).toBe(0.98);
+  });
+
+  it('trusts a higher balance from a generation that ran alone (a top-up between requests)', () => {
+    const fresh = makeGuard({
+      account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 },
+    }).guard;
+    const alone = fresh.reserve(req(100));
+    if (alone.kind !== 'reserved') throw new Error('expected a reservation');
+    fresh.settle(alone.reservation, { costUsd: 0.01, balanceUsd: 20, requestId: 'x' });
+    expect(fresh.status().balanceUsd).toBe(20);
+  });
+
+  it('a second settle of the same reservation changes nothing', () => {
+    const { guard, a, b } = twoInFlight();
+    guard.settle(a, { costUsd: 0.01, balanceUsd: 0.99, requestId: 'a' });
+    guard.settle(a, { costUsd: 0.01, balanceUsd: 0.5, requestId: 'a' });
+    guard.release(b, new TtsServiceError('x'));
+    expect(guard.status()).toMatchObject({ balanceUsd: 0.99, inFlight: 0 });
+  });
+});
+
+describe('the ledger', () => {
+  it('holds one row per settlement with server, member, characters, cost, balance after, request id and time', () => {
+    const { guard, store, clock } = makeGuard({ pricePerCharUsd: PRICE });
+    const service = fakeService(10, PRICE);
+    const settled: Reservation[] = [];
+    for (const [characters, user, server] of [
+      [100, 'm1', 'g1'],
+      [250, 'm2', 'g1'],
+      [40, 'm1', 'g2'],
+    ] as const) {
+      const outcome = guard.reserve(req(characters, user, server));
+      if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
+      guard.settle(outcome.reservation, service.charge(characters));
+      settled.push(outcome.reservation);
+      clock.now += 1_000;
+    }
+    expect(store.ledger().map(({ id: _id, day: _day, ...row }) => row)).toEqual([
+      {
+        kind: 'speech',
+        guildId: 'g1',
+        userId: 'm1',
+        characters: 100,
+        costUsd: 0.01,
+        estimatedCostUsd: 0.01,
+        balanceAfterUsd: 9.99,
+        requestId: 'req-1',
+        at: NOON,
+      },
+      {
+        kind: 'speech',
+        guildId: 'g1',
+        userId: 'm2',
+        characters: 250,
+        costUsd: 0.025,
+        estimatedCostUsd: 0.025,
+        balanceAfterUsd: 9.965,
+        requestId: 'req-2',
+        at: NOON + 1_000,
+      },
+      {
+        kind: 'speech',
+        guildId: 'g2',
+        userId: 'm1',
+        characters: 40,
+        costUsd: 0.004,
+        estimatedCostUsd: 0.004,
+        balanceAfterUsd: 9.961,
+        requestId: 'req-3',
+        at: NOON + 2_000,
+      },
+    ]);
+    const spend = guard.spendToday('g1');
+    expect(spend.usd).toBeCloseTo(0.035, 12);
+    expect(spend.members).toEqual([
+      { userId: 'm2', usd: 0.025, characters: 250, generations: 1 },
+      { userId: 'm1', usd: 0.01, characters: 100, generations: 1 },
+    ]);
+    const charged = service.charges.reduce((sum, c) => sum + c.costUsd, 0);
+    expect(spend.usd + guard.spendToday('g2').usd).toBeCloseTo(charged, 12);
+  });
+
+  it('falls back to the estimate when the service sends no cost', () => {
+    const { guard, store } = makeGuard({ pricePerCharUsd: PRICE });
+    const outcome = guard.reserve(req(100));
+    if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
+    guard.settle(outcome.reservation, { costUsd: undefined, balanceUsd: undefined, requestId: undefined });
+    expect(store.ledger()[0]).toMatchObject({ costUsd: null, estimatedCostUsd: 0.01, balanceAfterUsd: null });
+    expect(guard.spendToday('g1').usd).toBe(0.01);
+  });
+});
+
+describe('warnings', () => {
+  it('warns once per crossing of the warning level, persisted, and again after a top-up', async () => {
+    const path = tempDbPath();
+    const guard = makeGuard({
+      store: createSqliteBudgetStore(openSqlite(path)),
+      warnUsd: 0.6,
+      account: { balanceUsd: 0.62, pricePerCharUsd: PRICE, priceCharacters: 100 },
+    });
+    const service = fakeService(0.62, PRICE);
+    speakOnce(guard.guard, service, req(100)); // 0.61
+    expect(guard.alerts).toEqual([]);
+    speakOnce(guard.guard, service, req(100)); // 0.60: reached
+    expect(guard.alerts).toEqual([{ kind: 'warn', balanceUsd: 0.6, warnUsd: 0.6, floorUsd: 0.5 }]);
+    speakOnce(guard.guard, service, req(100)); // 0.59
+    expect(guard.alerts).toHaveLength(1);
+    guard.store.close();
+
+    const restarted = makeGuard({ store: createSqliteBudgetStore(openSqlite(path)), warnUsd: 0.6 });
+    speakOnce(restarted.guard, service, req(100)); // 0.58: still the same crossing
+    expect(restarted.alerts).toEqual([]);
+    service.balanceUsd = 2;
+    await restarted.guard.recheck(async () => ({ ...service.charge(1), characters: 1 }), {
+      guildId: 'g1',
+      userId: 'owner',
+    });
+    expect(restarted.store.account().warned).toBe(false);
+    restarted.alerts.length = 0;
+    for (let i = 0; i < 140; i++) speakOnce(restarted.guard, service, req(100)); // 1.9999 down to 0.5999
+    expect(restarted.alerts).toEqual([{ kind: 'warn', balanceUsd: 0.5999, warnUsd: 0.6, floorUsd: 0.5 }]);
+    restarted.store.close();
+  });
+
+  it('a block alerts once, without a separate warning', () => {
+    const { guard, alerts } = makeGuard({
+      warnUsd: 0.6,
+      account: { balanceUsd: 0.61, pricePerCharUsd: PRICE, priceCharacters: 100 },
+    });
+    const service = fakeService(0.61, PRICE);
+    speakOnce(guard, service, req(1100)); // 0.50
+    expect(alerts).toEqual([{ kind: 'blocked', reason: 'floor-reached', balanceUsd: 0.5, floorUsd: 0.5 }]);
+  });
+});
+
+describe('describeRefusal', () => {
+  const cases: [BudgetRefusal, string][] = [
+    [
+      { kind: 'blocked', reason: 'floor-reached', since: NOON, balanceUsd: 0.52, floorUsd: 0.5 },
+      'Herald has stopped speaking: the account balance ($0.52) has reached the floor the operator set ($0.50).',
+    ],
+    [
+      { kind: 'blocked', reason: 'service-refused', since: NOON, balanceUsd: undefined, floorUsd: 0.5 },
+      'Herald has stopped speaking: the speech service refused a request for lack of credit (balance unknown; the floor the operator set is $0.50). The operator can top up and run /budget recheck.',
+    ],
+    [
+      { kind: 'would-cross-floor', balanceUsd: 0.52, reservedUsd: 0.01, estimateUsd: 0.015, floorUsd: 0.5 },
+      'Herald can’t say this: it would cost about $0.015 and take the account balance ($0.52, with $0.01 already committed,) below the floor the operator set ($0.50). A shorter message may still fit.',
+    ],
+    [
+      {
+        kind: 'daily-cap',
+        guildId: 'g',
+        spentUsd: 1,
+        estimateUsd: 0.01,
+        capUsd: 1,
+        resetsAt: Date.UTC(2026, 0, 16),
+      },
+      `This server has used its daily speech budget: $1.00 of $1.00 spent today (UTC), and this would cost about $0.01. It resets <t:${Date.UTC(2026, 0, 16) / 1000}:R>.`,
+    ],
+    [
+      {
+        kind: 'member-rate',
+        userId: 'u',
+        usedCharacters: 1200,
+        characters: 100,
+        limitPerMinute: 1000,
+        retryAfterMs: 22_500,
+      },
+      'You are speaking faster than the 1,000 characters a minute one member may use (1,200 in the last minute). Try again in 23 s.',
+    ],
+    [
+      {
+        kind: 'member-rate',
+        userId: 'u',
+        usedCharacters: 0,
+        characters: 1500,
+        limitPerMinute: 1000,
+        retryAfterMs: undefined,
+      },
+      'That message is 1,500 characters, more than the 1,000 characters a minute one member may use. Send a shorter one.',
+    ],
+  ];
+  it.each(cases)('%o', (refusal, sentence) => {
+    expect(describeRefusal(refusal)).toBe(sentence);
+  });
+
+  it.each([
+    [0.52, '$0.52'],
+    [0.5, '$0.50'],
+    [1, '$1.00'],
+    [0.5003, '$0.5003'],
+    [0.0001, '$0.0001'],
+    [0.000015, '$0.000015'],
+    [12.3456789, '$12.345679'],
+    [-0.2, '-$0.20'],
+  ])('formatUsd(%d) is %s', (value, text) => {
+    expect(formatUsd(value)).toBe(text);
+  });
+});
