@@ -8,6 +8,8 @@ export interface MessageFacts {
   readonly bot: boolean;
   /** Sent through a webhook (includes most bridges and interaction follow-ups by other apps). */
   readonly webhook: boolean;
+  /** Written by Herald itself (its own notices), never read even when bots are. */
+  readonly self: boolean;
   /** A system message: joins, pins, boosts, thread creations. */
   readonly system: boolean;
   /** Sent with @silent (message flag 4096, SUPPRESS_NOTIFICATIONS). */
@@ -31,6 +33,7 @@ export interface DecideContext {
 export type IgnoreReason =
   | 'herald-not-in-voice'
   | 'not-bound'
+  | 'self'
   | 'system'
   | 'webhook'
   | 'bot'
@@ -60,6 +63,7 @@ export function decide(message: MessageFacts, settings: AutoReadSettings, contex
       ? 'voice-chat'
       : undefined;
   if (via === undefined) return ignore('not-bound');
+  if (message.self) return ignore('self');
   if (message.system) return ignore('system');
   if (settings.ignoreBots && message.webhook) return ignore('webhook');
   if (settings.ignoreBots && message.bot) return ignore('bot');

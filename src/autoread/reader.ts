@@ -2,7 +2,12 @@ import { MessageFlags } from 'discord.js';
 import type { Logger } from '../log.ts';
 import { chooseSpeaker } from '../speakers.ts';
 import type { SettingsStore } from '../storage/index.ts';
-import { DEFAULT_REPEAT_CAP, needsAuthorPrefix, normaliseMessage } from '../text/normalise.ts';
+import {
+  DEFAULT_REPEAT_CAP,
+  type MessageToSpeak,
+  needsAuthorPrefix,
+  normaliseMessage,
+} from '../text/normalise.ts';
 import { MAX_TEXT_CHARACTERS, type Speaker, type TtsClient } from '../tts/index.ts';
 import type { SpeechRequest } from '../voice/session.ts';
 import { decide, type MessageFacts } from './filter.ts';
@@ -31,6 +36,8 @@ export interface IncomingMessage {
   readonly stickers: { values(): Iterable<{ readonly name: string }> };
   /** Users the message mentions; their names are known even when they are not cached as members. */
   readonly mentions: { readonly users: { get(id: string): { readonly displayName: string } | undefined } };
+  /** Herald's own user, to never read its own messages. */
+  readonly client: { readonly user: { readonly id: string } | null };
   readonly guild: {
     readonly members: { readonly cache: { get(id: string): { readonly displayName: string } | undefined } };
     readonly roles: { readonly cache: { get(id: string): { readonly name: string } | undefined } };
@@ -88,50 +95,38 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
   // Messages being handled, so a deletion that arrives before the message is queued still wins.
   const inFlight = new Map<string, { deleted: boolean }>();
 
-  async function handle(
-    message: IncomingMessage,
-    guildId: string,
-    ticket: { deleted: boolean },
-  ): Promise<void> {
+  async function handle(arrived: Arrived, ticket: { deleted: boolean }): Promise<void> {
+    const { guildId, facts, message } = arrived;
     const [settings, optedOut] = await Promise.all([
       store.settings(guildId),
-      store.optedOut(guildId, message.author.id),
+      store.optedOut(guildId, facts.authorId),
     ]);
     const session = voice.get(guildId);
-    const decision = decide(factsOf(message), settings, {
-      heraldVoiceChannelId: session?.channelId ?? null,
-      optedOut,
-    });
-    const log = logger.child({ guild: guildId, channel: message.channelId, message: message.id });
+    const decision = decide(facts, settings, { heraldVoiceChannelId: session?.channelId ?? null, optedOut });
+    const log = logger.child({ guild: guildId, channel: facts.channelId, message: arrived.id });
     if (decision.kind === 'ignore') {
       log.debug('auto-read ignored a message', { reason: decision.reason });
       return;
     }
 
-    const authorId = message.author.id;
-    const name = message.member?.displayName ?? message.author.displayName;
+    const authorId = facts.authorId;
+    const name = arrived.authorName;
     const at = now();
     const announce =
       settings.announceAuthor &&
       needsAuthorPrefix(lastRead.get(guildId), authorId, at, settings.authorWindowSeconds * 1000);
-    const text = normaliseMessage(
-      {
-        content: message.content,
-        attachments: [...message.attachments.values()],
-        stickers: [...message.stickers.values()],
-      },
-      {
-        userName: (id) =>
-          message.guild?.members.cache.get(id)?.displayName ?? message.mentions.users.get(id)?.displayName,
-        roleName: (id) => message.guild?.roles.cache.get(id)?.name,
-        channelName: (id) => message.guild?.channels.cache.get(id)?.name,
-        linkDomains: settings.linkDomains,
-        emoji: settings.emoji,
-        maxChars: Math.min(settings.maxChars, MAX_TEXT_CHARACTERS),
-        repeatCap: DEFAULT_REPEAT_CAP,
-        ...(announce ? { authorPrefix: name } : {}),
-      },
-    );
+    const text = normaliseMessage(arrived.toSpeak, {
+      // Names are looked up now rather than at arrival: the caches only ever get fresher.
+      userName: (id) =>
+        message.guild?.members.cache.get(id)?.displayName ?? message.mentions.users.get(id)?.displayName,
+      roleName: (id) => message.guild?.roles.cache.get(id)?.name,
+      channelName: (id) => message.guild?.channels.cache.get(id)?.name,
+      linkDomains: settings.linkDomains,
+      emoji: settings.emoji,
+      maxChars: Math.min(settings.maxChars, MAX_TEXT_CHARACTERS),
+      repeatCap: DEFAULT_REPEAT_CAP,
+      ...(announce ? { authorPrefix: name } : {}),
+    });
     if (text === '') {
       log.debug('auto-read ignored a message', { reason: 'empty' });
       return;
@@ -152,7 +147,7 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       text,
       speaker,
       requestedBy: { id: authorId, name },
-      key: message.id,
+      key: arrived.id,
       onFailure: (error) => log.warn('auto-read could not speak a message', { err: error }),
     });
     lastRead.set(guildId, { authorId, at });
@@ -179,8 +174,10 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       if (guildId === null || voice.get(guildId) === undefined) return Promise.resolve();
       const ticket = { deleted: false };
       inFlight.set(message.id, ticket);
+      // Read at arrival: discord.js updates cached users, members and voice states in place as later events come.
+      const arrived = arrivedOf(message, guildId);
       const run: Promise<void> = (chains.get(guildId) ?? Promise.resolve())
-        .then(() => handle(message, guildId, ticket))
+        .then(() => handle(arrived, ticket))
         .catch((error: unknown) => {
           logger.warn('auto-read failed on a message', {
             guild: guildId,
@@ -208,18 +205,40 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
   };
 }
 
-/** Reads the facts {@link decide} needs off a message. */
-function factsOf(message: IncomingMessage): MessageFacts {
-  const extras = [...message.attachments.values()].length + [...message.stickers.values()].length;
-  return {
+/** A message as it was when it arrived, plus the live object for name lookups. */
+interface Arrived {
+  readonly id: string;
+  readonly guildId: string;
+  readonly facts: MessageFacts;
+  readonly authorName: string;
+  readonly toSpeak: MessageToSpeak;
+  readonly message: IncomingMessage;
+}
+
+function arrivedOf(message: IncomingMessage, guildId: string): Arrived {
+  const attachments = [...message.attachments.values()].map(({ name, contentType }) => ({
+    name,
+    contentType,
+  }));
+  const stickers = [...message.stickers.values()].map(({ name }) => ({ name }));
+  const facts: MessageFacts = {
     channelId: message.channelId,
     authorId: message.author.id,
+    self: message.author.id === message.client.user?.id,
     bot: message.author.bot,
     webhook: message.webhookId !== null,
     system: message.system,
     silent: message.flags.has(MessageFlags.SuppressNotifications),
     content: message.content,
-    extras,
+    extras: attachments.length + stickers.length,
     authorVoiceChannelId: message.member?.voice.channelId ?? null,
+  };
+  return {
+    id: message.id,
+    guildId,
+    facts,
+    authorName: message.member?.displayName ?? message.author.displayName,
+    toSpeak: { content: message.content, attachments, stickers },
+    message,
   };
 }

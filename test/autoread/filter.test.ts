@@ -10,6 +10,7 @@ const OTHER_VOICE = 'voice-2';
 const facts = (overrides: Partial<MessageFacts> = {}): MessageFacts => ({
   channelId: BOUND,
   authorId: 'ada',
+  self: false,
   bot: false,
   webhook: false,
   system: false,
@@ -72,6 +73,13 @@ describe('decide', () => {
       { channelIds: [HERALD_VOICE] },
       {},
       read('bound-channel'),
+    ],
+    [
+      'Herald’s own message, even with bots allowed',
+      { self: true, bot: true },
+      { ignoreBots: false },
+      {},
+      ignored('self'),
     ],
     ['a system message (join, pin)', { system: true }, {}, {}, ignored('system')],
     ['a bot', { bot: true }, {}, {}, ignored('bot')],

@@ -34,6 +34,7 @@ const FIRST_VOICE = speaker('s-first', 'First voice');
 const ADA = '101';
 const BOB = '102';
 const CARL = '103';
+const HERALD = '900';
 const guild = {
   members: new Map([
     [ADA, { displayName: 'Ada' }],
@@ -63,6 +64,7 @@ function message(overrides: Partial<IncomingMessage> & { voice?: string | null; 
     attachments: new Map<string, { name: string; contentType: string | null }>(),
     stickers: new Map<string, { name: string }>(),
     mentions: { users: new Map([[CARL, { displayName: 'Carl' }]]) },
+    client: { user: { id: HERALD } },
     guild: {
       members: { cache: guild.members },
       roles: { cache: guild.roles },
@@ -174,6 +176,11 @@ describe('auto-reader', () => {
     ['another channel', message({ channelId: 'elsewhere' }), 'not-bound'],
     ['a bot', message({ author: { id: '104', bot: true, displayName: 'Botty' } }), 'bot'],
     ['a webhook', message({ webhookId: 'w1', member: null }), 'webhook'],
+    [
+      'Herald’s own notice',
+      message({ author: { id: HERALD, bot: true, displayName: 'Herald' }, member: null }),
+      'self',
+    ],
     ['the ignore prefix', message({ content: '!play a song' }), 'prefix'],
     ['a @silent message', message({ silent: true }), 'silent'],
     ['a member not in voice', message({ voice: null }), 'not-in-voice'],
@@ -270,6 +277,22 @@ describe('auto-reader', () => {
     gate.resolve([ADA_VOICE]);
     await Promise.all(done);
     expect(texts()).toEqual(['Ada said, one', 'two', 'three', 'four', 'five']);
+  });
+
+  it('decides on the message as it arrived, though discord.js mutates cached authors afterwards', async () => {
+    const gate = deferred<readonly Speaker[]>();
+    let calls = 0;
+    const { reader, texts } = await harness({
+      tts: { speakers: () => (calls++ === 0 ? gate.promise : Promise.resolve([ADA_VOICE])) },
+    });
+    const first = reader.onMessageCreate(message({ content: 'first' }));
+    const author = { id: '104', bot: true, displayName: 'Botty' };
+    const fromBot = reader.onMessageCreate(message({ content: 'beep', author }));
+    // A later event patches the same cached user while the bot's message still waits its turn.
+    author.bot = false;
+    gate.resolve([ADA_VOICE]);
+    await Promise.all([first, fromBot]);
+    expect(texts()).toEqual(['Ada said, first']);
   });
 
   it('withdraws a queued message that is deleted', async () => {
