@@ -250,9 +250,49 @@ describe('fault controls', () => {
     world = await startWorld();
     world.discord.faults.refuseVoiceJoin(true);
     const reply = world.discord.slash(world.member, 'join', {}, { timeoutMs: 2_000 });
-    await expect(reply).rejects.toThrow();
+    await expect(reply).rejects.toThrow(/timed out/);
+    expect(world.discord.voiceRequests).toMatchObject([{ channelId: world.voice.id, granted: false }]);
+    // The voice state was granted (the bot sits in the channel) but no voice server ever came.
+    expect(world.guild.botVoiceChannelId()).toBe(world.voice.id);
     expect(world.discord.voice(world.guild).connected).toBe(false);
-    expect(world.bot.errors.some((e) => /abort/i.test(String(e)))).toBe(false);
+    expect(world.discord.voiceHandshakes.identified).toBe(0);
+  });
+
+  it.each([
+    [
+      'Connect is denied to the bot there',
+      (w: World) =>
+        w.guild.setBotPermissions(
+          PermissionFlagsBits.ViewChannel | PermissionFlagsBits.SendMessages,
+          w.voice,
+        ),
+    ],
+    [
+      'the channel is full and the bot lacks Move Members',
+      (w: World) => {
+        const small = w.guild.addVoiceChannel('Small', { userLimit: 1 });
+        w.guild.joinVoice(w.member, small);
+      },
+    ],
+  ])('Discord does not answer a voice join when %s', async (_case, arrange) => {
+    world = await startWorld();
+    arrange(world);
+    const reply = world.discord.slash(world.member, 'join', {}, { timeoutMs: 1_500 });
+    await expect(reply).rejects.toThrow(/timed out/);
+    expect(world.discord.voiceRequests.map((r) => r.granted)).toEqual([false]);
+    expect(world.guild.botVoiceChannelId()).toBeNull();
+  });
+
+  it('removing the bot from the guild sends GUILD_DELETE and closes its voice socket', async () => {
+    world = await startWorld();
+    await joined(world);
+    const connection = world.bot.connection(world.guild.id);
+    world.guild.removeBot();
+    await world.discord.voice(world.guild).untilDisconnected();
+    // discord.js destroys the voice adapter on GUILD_DELETE, so the connection ends destroyed or disconnected.
+    if (connection?.state.status === 'ready') await once(connection, 'stateChange');
+    expect(['destroyed', 'disconnected']).toContain(connection?.state.status);
+    expect(world.bot.client.guilds.cache.has(world.guild.id)).toBe(false);
   });
 
   it('a delayed handshake delays the voice connection by about that much', async () => {

@@ -170,6 +170,13 @@ export interface DiscordEmulator {
   readonly commands: { global: Json[]; guild: Map<string, Json[]> };
   /** What the bot identified with, one entry per IDENTIFY. */
   readonly identifies: readonly { intents: number; at: number }[];
+  /** Every voice state request (gateway op 4) the bot sent, in order, and whether the emulator granted it. */
+  readonly voiceRequests: readonly {
+    guildId: string;
+    channelId: string | null;
+    granted: boolean;
+    at: number;
+  }[];
   /** Gateway heartbeats answered and dropped. */
   readonly gatewayHeartbeats: { readonly acked: number; readonly dropped: number };
   /** Creates a guild; if the bot is connected it receives GUILD_CREATE (it was just added). */
@@ -295,6 +302,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   const listeners = new Set<Listener>();
   const timers = new Set<NodeJS.Timeout>();
   const resumedListeners = new Set<() => void>();
+  const voiceRequests: { guildId: string; channelId: string | null; granted: boolean; at: number }[] = [];
   let refuseVoiceJoin = false;
 
   const notify = (): void => {
@@ -443,31 +451,35 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
 
   /** The bot's op 4. Discord answers nothing at all to a join it refuses (no permission, channel full). */
   const onBotVoiceState = (d: { guild_id: string; channel_id: string | null }): void => {
+    const granted = grantVoiceState(d);
+    voiceRequests.push({ guildId: d.guild_id, channelId: d.channel_id, granted, at: Date.now() });
+    notify();
+  };
+
+  const grantVoiceState = (d: { guild_id: string; channel_id: string | null }): boolean => {
     const guild = guilds.get(d.guild_id);
-    if (!guild?.botPresent) return;
+    if (!guild?.botPresent) return false;
     const bot = botMember(guild);
     if (d.channel_id === null) {
       dispatchVoiceState(guild, bot, null);
       voice.release(guild.id);
-      notify();
-      return;
+      return true;
     }
     const channel = guild.channels.get(d.channel_id);
-    if (channel?.type !== 'voice') return;
+    if (channel?.type !== 'voice') return false;
     const perms = channelPermissions(guild, bot, channel);
     const needed = PermissionFlagsBits.ViewChannel | PermissionFlagsBits.Connect;
-    if ((perms & needed) !== needed || isFullFor(guild, channel, bot)) return;
+    if ((perms & needed) !== needed || isFullFor(guild, channel, bot)) return false;
     dispatchVoiceState(guild, bot, channel.id);
-    if (!refuseVoiceJoin) {
-      // VOICE_STATE_UPDATE first: in the other order the library never leaves `signalling`.
-      const voiceToken = voice.allocate(guild.id, bot.id, voiceSessionOf(bot.id));
-      gateway.dispatch('VOICE_SERVER_UPDATE', {
-        token: voiceToken,
-        guild_id: guild.id,
-        endpoint: voice.endpoint,
-      });
-    }
-    notify();
+    if (refuseVoiceJoin) return false;
+    // VOICE_STATE_UPDATE first: in the other order the library never leaves `signalling`.
+    const voiceToken = voice.allocate(guild.id, bot.id, voiceSessionOf(bot.id));
+    gateway.dispatch('VOICE_SERVER_UPDATE', {
+      token: voiceToken,
+      guild_id: guild.id,
+      endpoint: voice.endpoint,
+    });
+    return true;
   };
 
   const disconnectBotVoice = (guild: GuildState): void => {
@@ -1280,6 +1292,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     identifies: gateway.identifies,
     gatewayHeartbeats: gateway.heartbeats,
     voiceHandshakes: voice.handshakes,
+    voiceRequests,
     get rejectedVoicePackets() {
       return voice.rejected.count;
     },
