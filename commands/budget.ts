@@ -151,14 +151,14 @@ export function renderBudget(
       ? [`In flight: ${status.inFlight} (${formatUsd(status.reservedUsd)} set aside)`]
       : []),
     '',
-    `**This server today** (${spend.day}, UTC): ${formatUsd(spend.usd)} · ${spend.characters.toLocaleString('en')} characters · ${spend.generations} generations`,
+    `**This server today** (${spend.day}, UTC): ${formatUsd(spend.usd)} · ${spend.characters.toLocaleString('en')} characters · ${plural(spend.generations, 'generation')}`,
     `Daily cap: ${settings.dailyCapUsd === null ? 'none' : formatUsd(settings.dailyCapUsd)}`,
     `Alerts: ${alertDestination(settings, operatorAlertChannelId)}`,
     ...spend.members
       .slice(0, MAX_MEMBER_LINES)
       .map(
         (member) =>
-          `• <@${member.userId}>: ${formatUsd(member.usd)} · ${member.characters.toLocaleString('en')} characters · ${member.generations} generations`,
+          `• <@${member.userId}>: ${formatUsd(member.usd)} · ${member.characters.toLocaleString('en')} characters · ${plural(member.generations, 'generation')}`,
       ),
     ...(spend.members.length > MAX_MEMBER_LINES
       ? [`…and ${spend.members.length - MAX_MEMBER_LINES} more members`]
@@ -185,6 +185,10 @@ function alertDestination(settings: GuildBudgetSettings, operatorChannelId: stri
   return settings.alertChannelId === null
     ? 'the log only (see /budget alerts)'
     : `<#${settings.alertChannelId}>`;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count.toLocaleString('en')} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 function timestamp(ms: number): string {
