@@ -4,6 +4,7 @@ import type {
   ChatInputCommandInteraction,
   RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
+import type { AutoReadStore } from './autoread/settings.ts';
 import type { Logger } from './log.ts';
 import type { SettingsStore } from './storage/index.ts';
 import type { TtsClient } from './tts/index.ts';
@@ -14,6 +15,8 @@ export interface Deps {
   readonly tts: TtsClient;
   readonly settings: SettingsStore;
   readonly voice: VoiceManager;
+  /** Auto-read settings, bound channels and opt-outs (the /autoread command). */
+  readonly autoread: AutoReadStore;
   readonly logger: Logger;
   /** `TTS_DEFAULT_SPEAKER`: an id or name, used when neither member nor server chose. */
   readonly defaultSpeaker: string | undefined;

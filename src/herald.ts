@@ -3,6 +3,8 @@ import { createAudioResource, generateDependencyReport, StreamType } from '@disc
 import { Client, Events, GatewayIntentBits } from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
+import { createAutoReader } from './autoread/reader.ts';
+import { createSqliteAutoReadStore } from './autoread/settings.ts';
 import type { Deps } from './command.ts';
 import type { Config } from './config.ts';
 import { createInteractionHandler } from './interactions.ts';
@@ -39,7 +41,10 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   logger.debug('voice dependencies', { report: generateDependencyReport() });
   warmUpAudio();
 
-  const settings = createSqliteSettingsStore(openSqlite(config.databasePath));
+  const db = openSqlite(config.databasePath);
+  const settings = createSqliteSettingsStore(db);
+  // Auto-read keeps its tables in the same database; settings.close() closes it for both.
+  const autoread = createSqliteAutoReadStore(db);
   const tts = createTtsClient({
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
@@ -63,14 +68,30 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     tts,
     settings,
     voice,
+    autoread,
     logger,
     defaultSpeaker: config.tts.defaultSpeaker,
     estimateCostUsd: (characters) =>
       pricePerCharacter === undefined ? undefined : pricePerCharacter * characters,
   };
 
+  const reader = createAutoReader({
+    store: autoread,
+    voice,
+    settings,
+    tts,
+    defaultSpeaker: config.tts.defaultSpeaker,
+    logger: logger.child({ component: 'autoread' }),
+  });
+
   const client = new Client({
-    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates],
+    // MessageContent is privileged: enable it for the application in the Discord developer portal.
+    intents: [
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildVoiceStates,
+      GatewayIntentBits.GuildMessages,
+      GatewayIntentBits.MessageContent,
+    ],
     allowedMentions: NO_MENTIONS,
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
   });
@@ -79,6 +100,11 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   client.on(Events.VoiceStateUpdate, (oldState, newState) => voice.onVoiceStateUpdate(oldState, newState));
   client.on(Events.ChannelDelete, (channel) => {
     if (!channel.isDMBased()) voice.onChannelDelete(channel.id, channel.guildId);
+  });
+  client.on(Events.MessageCreate, (message) => void reader.onMessageCreate(message));
+  client.on(Events.MessageDelete, (message) => reader.onMessageDelete(message));
+  client.on(Events.MessageBulkDelete, (messages) => {
+    for (const message of messages.values()) reader.onMessageDelete(message);
   });
   client.on(Events.GuildDelete, (guild) => voice.onGuildDelete(guild.id));
   client.on(Events.Error, (error) => logger.error('discord client error', { err: error }));

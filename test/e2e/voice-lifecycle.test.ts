@@ -40,7 +40,9 @@ describe('leaving', () => {
     w.guild.moveBot(stage);
     expect((await announced).content).toMatch(/Left Stage: nothing to say for a while/);
     const idleMs = performance.now() - idleFrom;
-    console.log(`idle leave ${idleMs.toFixed(0)} ms after the audio went quiet (timeout 2000 ms, moved once)`);
+    console.log(
+      `idle leave ${idleMs.toFixed(0)} ms after the audio went quiet (timeout 2000 ms, moved once)`,
+    );
     expect(w.guild.botVoiceChannelId()).toBeNull();
   });
 
