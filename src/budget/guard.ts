@@ -164,6 +164,8 @@ export interface BudgetGuard {
   /** Frees the reservation of a failed generation; a {@link TtsInsufficientBalanceError} blocks at once. */
   release(reservation: Reservation, error: unknown): void;
   status(): BudgetStatus;
+  /** What `characters` would cost at the current price; undefined while the price is unknown. */
+  estimateUsd(characters: number): number | undefined;
   /** The server's spend on the current UTC day, per member. */
   spendToday(guildId: string): DailySpend;
   guildSettings(guildId: string): GuildBudgetSettings;
@@ -532,6 +534,9 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
             since: account.blockedSince,
             reason: account.blockedReason ?? 'floor-reached',
           };
+    },
+    estimateUsd(characters) {
+      return price() === undefined ? undefined : fromNanos(estimateNanos(characters));
     },
     spendToday(guildId) {
       return store.spendOn(guildId, utcDay(now()));

@@ -332,7 +332,10 @@ describe('price and balance learning', () => {
   });
 
   it('reports an unknown price until one is configured or learned', () => {
-    expect(makeGuard().guard.status()).toMatchObject({ priceSource: 'unknown', pricePerCharUsd: undefined });
+    const { guard } = makeGuard();
+    expect(guard.status()).toMatchObject({ priceSource: 'unknown', pricePerCharUsd: undefined });
+    expect(guard.estimateUsd(100)).toBeUndefined();
+    expect(makeGuard({ pricePerCharUsd: 0.0001 }).guard.estimateUsd(300)).toBe(0.03);
   });
 
   const base = {
