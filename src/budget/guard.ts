@@ -342,7 +342,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     return MINUTE_MS;
   };
 
-  const open1 = (request: BudgetRequest, kind: Reservation['kind']): Reservation => {
+  const openReservation = (request: BudgetRequest, kind: Reservation['kind']): Reservation => {
     const estimate = estimateNanos(request.characters);
     const reservation: Reservation = {
       id: nextId++,
@@ -468,7 +468,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     const refusal = evaluate(request);
     if (refusal) return refusal;
     if (open.size > 0 && learning()) return { kind: 'learning' };
-    return { kind: 'reserved', reservation: open1(request, 'speech') };
+    return { kind: 'reserved', reservation: openReservation(request, 'speech') };
   };
 
   const nextWake = (signal: AbortSignal | undefined): Promise<void> =>
@@ -551,7 +551,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
       store.setAlertChannel(guildId, channelId);
     },
     async recheck(probe, by) {
-      const reservation = open1({ guildId: by.guildId, userId: by.userId, characters: 1 }, 'probe');
+      const reservation = openReservation({ guildId: by.guildId, userId: by.userId, characters: 1 }, 'probe');
       let result: Awaited<ReturnType<BudgetProbe>>;
       try {
         result = await probe();
