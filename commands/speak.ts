@@ -10,9 +10,7 @@ export const speak = {
     .setName('speak')
     .setDescription('Say something in your voice channel.')
     .setContexts(InteractionContextType.Guild)
-    .addStringOption((option) =>
-      option.setName('text').setDescription('What to say').setRequired(true),
-    )
+    .addStringOption((option) => option.setName('text').setDescription('What to say').setRequired(true))
     .addStringOption((option) =>
       option.setName('speaker').setDescription('A voice for this message (name or id)').setAutocomplete(true),
     ),
