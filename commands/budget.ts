@@ -6,7 +6,6 @@ import {
   SlashCommandBuilder,
 } from 'discord.js';
 import {
-  type BudgetDeps,
   type BudgetStatus,
   type DailySpend,
   formatUsd,
@@ -62,7 +61,7 @@ export const budget = {
     ),
 
   // `Deps & BudgetDeps` until the composition root merges BudgetDeps into Deps.
-  async execute(interaction, deps: Deps & BudgetDeps) {
+  async execute(interaction, deps: Deps) {
     const subcommand = interaction.options.getSubcommand();
     if (subcommand === 'recheck') {
       if (!deps.ownerIds.has(interaction.user.id)) {

@@ -1,4 +1,5 @@
 import { InteractionContextType, MessageFlags, SlashCommandBuilder } from 'discord.js';
+import { describeRefusal } from '../src/budget/index.ts';
 import type { Command, Deps } from '../src/command.ts';
 import { describeFailure, NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
 import { chooseSpeaker, type SpeakerChoice } from '../src/speakers.ts';
@@ -29,6 +30,13 @@ export const speak = {
     }
     const channel = interaction.member.voice.channel;
     if (!channel) return respondEphemeral(interaction, 'Join a voice channel first, then use /speak.');
+    // Counted on the text as sent, as the guard counts it again when the utterance is synthesised.
+    const verdict = deps.budget.check({
+      guildId: interaction.guildId,
+      userId: interaction.user.id,
+      characters: countCharacters(text),
+    });
+    if (verdict.kind !== 'ok') return respondEphemeral(interaction, describeRefusal(verdict));
 
     const choice = await resolveSpeaker(
       interaction.options.getString('speaker') ?? undefined,
@@ -48,14 +56,22 @@ export const speak = {
     if (outcome.kind !== 'joined' && outcome.kind !== 'already-here') {
       return respondEphemeral(interaction, describeJoinRefusal(outcome));
     }
+    let acknowledged: Promise<void> = new Promise(() => {});
     const { ahead } = outcome.session.enqueue({
       text,
       speaker: choice.speaker,
       requestedBy: { id: interaction.user.id, name: interaction.member.displayName },
       onFailure: (error) => {
         const message = `I could not say “${preview(text)}”: ${describeFailure(error, deps.logger)}`;
-        interaction
-          .followUp({ content: message, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS })
+        // A failure can come back before the reply below is sent; a follow-up needs that reply first.
+        acknowledged
+          .then(() =>
+            interaction.followUp({
+              content: message,
+              flags: MessageFlags.Ephemeral,
+              allowedMentions: NO_MENTIONS,
+            }),
+          )
           .catch((followUpError: unknown) =>
             deps.logger.warn('could not report a failed utterance', { err: followUpError }),
           );
@@ -69,7 +85,8 @@ export const speak = {
       `${characters.toLocaleString('en')} characters`,
       ...(cost === undefined ? [] : [`about $${cost.toFixed(4)}`]),
     ];
-    return respondEphemeral(interaction, `${parts.join(' · ')}.`);
+    acknowledged = respondEphemeral(interaction, `${parts.join(' · ')}.`);
+    return acknowledged;
   },
 
   autocomplete: speakerAutocomplete,

@@ -5,13 +5,14 @@ import type {
   RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
 import type { AutoReadStore } from './autoread/settings.ts';
+import type { BudgetDeps } from './budget/index.ts';
 import type { Logger } from './log.ts';
 import type { SettingsStore } from './storage/index.ts';
 import type { TtsClient } from './tts/index.ts';
 import type { VoiceManager } from './voice/manager.ts';
 
 /** Everything a command handler may use, passed explicitly: no globals, no container. */
-export interface Deps {
+export interface Deps extends BudgetDeps {
   readonly tts: TtsClient;
   readonly settings: SettingsStore;
   readonly voice: VoiceManager;

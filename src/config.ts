@@ -1,3 +1,4 @@
+import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
 
@@ -18,6 +19,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** Leave the voice channel after this long with nothing to say. */
   readonly idleTimeoutMs: number;
+  /** The budget guard's floor, warning level, alert channel, price, member rate and operators. */
+  readonly budget: BudgetConfig;
 }
 
 /** The environment as read: every value a string or absent. */
@@ -56,6 +59,9 @@ export function parseConfig(env: Env): ConfigResult {
   const tts = parseTtsConfig(env);
   if (!tts.ok) problems.push(...tts.problems);
 
+  const budget = parseBudgetConfig(env);
+  if (!budget.ok) problems.push(...budget.problems);
+
   const databasePath = parseDatabaseUrl(value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite', problems);
 
   const logLevel = (value('LOG_LEVEL') ?? 'info').toLowerCase();
@@ -69,6 +75,7 @@ export function parseConfig(env: Env): ConfigResult {
   if (
     problems.length > 0 ||
     !tts.ok ||
+    !budget.ok ||
     token === undefined ||
     applicationId === undefined ||
     !isLogLevel(logLevel)
@@ -83,6 +90,7 @@ export function parseConfig(env: Env): ConfigResult {
       databasePath,
       logLevel,
       idleTimeoutMs: idleSeconds * 1000,
+      budget: budget.value,
     },
   };
 }

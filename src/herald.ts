@@ -5,13 +5,20 @@ import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
 import { createAutoReader } from './autoread/reader.ts';
 import { createSqliteAutoReadStore } from './autoread/settings.ts';
+import {
+  budgetedSynthesize,
+  createBudgetAlerter,
+  createBudgetGuard,
+  createSqliteBudgetStore,
+  createTtsProbe,
+} from './budget/index.ts';
 import type { Deps } from './command.ts';
 import type { Config } from './config.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
 import { NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
-import { countCharacters, createTtsClient, type TtsTimeouts } from './tts/index.ts';
+import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
 import { VoiceManager } from './voice/manager.ts';
 
 /** A running Herald. */
@@ -45,45 +52,13 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const settings = createSqliteSettingsStore(db);
   // Auto-read keeps its tables in the same database; settings.close() closes it for both.
   const autoread = createSqliteAutoReadStore(db);
+  const budgetStore = createSqliteBudgetStore(db);
   const tts = createTtsClient({
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
     ...(options.ttsDispatcher ? { dispatcher: options.ttsDispatcher } : {}),
     ...(options.ttsTimeouts ? { timeouts: options.ttsTimeouts } : {}),
   });
-  let pricePerCharacter: number | undefined;
-  const voice = new VoiceManager({
-    logger: logger.child({ component: 'voice' }),
-    idleTimeoutMs: config.idleTimeoutMs,
-    ...(options.voiceConnectTimeoutMs === undefined
-      ? {}
-      : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
-    synthesize: async (request, signal) => {
-      const result = await tts.generate({ text: request.text, speakerId: request.speaker.id, signal });
-      if (result.costUsd !== undefined) pricePerCharacter = result.costUsd / countCharacters(request.text);
-      return result;
-    },
-  });
-  const deps: Deps = {
-    tts,
-    settings,
-    voice,
-    autoread,
-    logger,
-    defaultSpeaker: config.tts.defaultSpeaker,
-    estimateCostUsd: (characters) =>
-      pricePerCharacter === undefined ? undefined : pricePerCharacter * characters,
-  };
-
-  const reader = createAutoReader({
-    store: autoread,
-    voice,
-    settings,
-    tts,
-    defaultSpeaker: config.tts.defaultSpeaker,
-    logger: logger.child({ component: 'autoread' }),
-  });
-
   const client = new Client({
     // MessageContent is privileged: enable it for the application in the Discord developer portal.
     intents: [
@@ -95,6 +70,58 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     allowedMentions: NO_MENTIONS,
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
   });
+  const budgetLogger = logger.child({ component: 'budget' });
+  const budget = createBudgetGuard({
+    store: budgetStore,
+    floorUsd: config.budget.floorUsd,
+    warnUsd: config.budget.warnUsd,
+    pricePerCharUsd: config.budget.pricePerCharUsd,
+    memberCharsPerMinute: config.budget.memberCharsPerMinute,
+    logger: budgetLogger,
+    onAlert: createBudgetAlerter({
+      store: budgetStore,
+      alertChannelId: config.budget.alertChannelId,
+      logger: budgetLogger,
+      send: async (channelId, content) => {
+        const channel = await client.channels.fetch(channelId);
+        if (!channel?.isSendable()) throw new Error(`Herald cannot post in channel ${channelId}.`);
+        await channel.send({ content, allowedMentions: NO_MENTIONS });
+      },
+    }),
+  });
+  const voice = new VoiceManager({
+    logger: logger.child({ component: 'voice' }),
+    idleTimeoutMs: config.idleTimeoutMs,
+    ...(options.voiceConnectTimeoutMs === undefined
+      ? {}
+      : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
+    synthesize: budgetedSynthesize(budget, (request, signal) =>
+      tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
+    ),
+  });
+  const deps: Deps = {
+    tts,
+    settings,
+    voice,
+    autoread,
+    logger,
+    defaultSpeaker: config.tts.defaultSpeaker,
+    estimateCostUsd: (characters) => budget.estimateUsd(characters),
+    budget,
+    budgetProbe: createTtsProbe(tts),
+    ownerIds: new Set(config.budget.ownerIds),
+    budgetAlertChannelId: config.budget.alertChannelId,
+  };
+
+  const reader = createAutoReader({
+    store: autoread,
+    voice,
+    settings,
+    tts,
+    defaultSpeaker: config.tts.defaultSpeaker,
+    logger: logger.child({ component: 'autoread' }),
+  });
+
   const onInteraction = createInteractionHandler(commands, deps);
   client.on(Events.InteractionCreate, (interaction) => void onInteraction(interaction));
   client.on(Events.VoiceStateUpdate, (oldState, newState) => voice.onVoiceStateUpdate(oldState, newState));

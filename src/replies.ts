@@ -5,16 +5,13 @@ import {
   MessageFlags,
   type RepliableInteraction,
 } from 'discord.js';
+import { formatUsd } from './budget/index.ts';
+import { UserFacingError } from './errors.ts';
 import type { Logger } from './log.ts';
 import { TtsError, type TtsInsufficientBalanceError, type TtsRateLimitedError } from './tts/index.ts';
 
 /** Replies never ping anyone. */
 export const NO_MENTIONS = { parse: [] } as const;
-
-/** An error whose message is already a sentence for the member (a refusal, not a fault). */
-export class UserFacingError extends Error {
-  override readonly name = 'UserFacingError';
-}
 
 /**
  * The sentence a member sees for a failure. TTS errors become plain explanations; anything unexpected is logged
@@ -31,7 +28,7 @@ export function describeFailure(error: unknown, logger: Logger): string {
         return 'The speech service refused Herald’s API key. The bot’s operator needs to check it.';
       case 'TTS_INSUFFICIENT_BALANCE': {
         const balance = (error as TtsInsufficientBalanceError).balanceUsd;
-        return `The speech service account is out of credit${balance === undefined ? '' : ` (balance $${balance.toFixed(2)})`}. The bot’s operator needs to top it up.`;
+        return `The speech service account is out of credit${balance === undefined ? '' : ` (balance ${formatUsd(balance)})`}. The bot’s operator needs to top it up.`;
       }
       case 'TTS_UNKNOWN_SPEAKER':
         return 'The speech service no longer offers that voice. Pick another with /voices.';

@@ -1,5 +1,5 @@
+import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { UserFacingError } from '../replies.ts';
 import { TtsAbortedError, TtsInsufficientBalanceError } from '../tts/index.ts';
 import {
   type AccountState,

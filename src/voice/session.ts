@@ -29,8 +29,12 @@ export interface SpeechRequest {
   readonly onFailure: (error: unknown) => void;
 }
 
-/** Asks the TTS service for speech; the budget guard wraps this. Rejects on failure; honours `signal`. */
-export type Synthesize = (request: SpeechRequest, signal: AbortSignal) => Promise<GenerateResult>;
+/** Asks the TTS service for speech for `guildId` (whose budget pays); rejects on failure; honours `signal`. */
+export type Synthesize = (
+  request: SpeechRequest,
+  signal: AbortSignal,
+  guildId: string,
+) => Promise<GenerateResult>;
 
 /** Why a session ended; each maps to what Herald tells the server. */
 export type SessionEnd =
@@ -218,15 +222,17 @@ export class GuildSession {
   }
 
   #prepare(utterance: Utterance): Promise<Prepared> {
-    const prepared = this.#options.synthesize(utterance.request, utterance.abort.signal).then((result) => {
-      const body = new PassThrough({ highWaterMark: READ_AHEAD_BYTES });
-      result.audio.on('error', (error) => {
-        utterance.streamError = error;
-        body.destroy(error);
+    const prepared = this.#options
+      .synthesize(utterance.request, utterance.abort.signal, this.guildId)
+      .then((result) => {
+        const body = new PassThrough({ highWaterMark: READ_AHEAD_BYTES });
+        result.audio.on('error', (error) => {
+          utterance.streamError = error;
+          body.destroy(error);
+        });
+        result.audio.pipe(body);
+        return { result, body };
       });
-      result.audio.pipe(body);
-      return { result, body };
-    });
     // Awaited later by #start; this keeps a failure of an utterance that is stopped first from going unhandled.
     prepared.catch(() => {});
     return prepared;

@@ -6,8 +6,9 @@ import {
   createTtsProbe,
   PROBE_TEXT,
 } from '../../src/budget/index.ts';
+import { UserFacingError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/log.ts';
-import { describeFailure, UserFacingError } from '../../src/replies.ts';
+import { describeFailure } from '../../src/replies.ts';
 import {
   createTtsClient,
   type GenerateRequest,
