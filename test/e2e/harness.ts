@@ -52,6 +52,23 @@ export interface World {
   close(): Promise<void>;
 }
 
+/** The environment that points Herald at the two emulators, with its database at `databasePath`. */
+export function heraldEnv(
+  discord: DiscordEmulator,
+  tts: TtsEmulator,
+  databasePath: string,
+): Record<string, string> {
+  return {
+    DISCORD_TOKEN: discord.token,
+    DISCORD_APPLICATION_ID: discord.applicationId,
+    DISCORD_REST_URL: discord.restUrl,
+    TTS_BASE_URL: tts.baseUrl,
+    TTS_API_KEY: tts.apiKey,
+    DATABASE_URL: `sqlite:${databasePath}`,
+    LOG_LEVEL: 'debug',
+  };
+}
+
 /** Builds the world and starts Herald in it. */
 export async function createWorld(options: WorldOptions = {}): Promise<World> {
   const [discord, tts] = await Promise.all([
@@ -69,13 +86,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-e2e-'));
   const logs: string[] = [];
   const env: Record<string, string> = {
-    DISCORD_TOKEN: discord.token,
-    DISCORD_APPLICATION_ID: discord.applicationId,
-    DISCORD_REST_URL: discord.restUrl,
-    TTS_BASE_URL: tts.baseUrl,
-    TTS_API_KEY: tts.apiKey,
-    DATABASE_URL: `sqlite:${join(dataDir, 'herald.sqlite')}`,
-    LOG_LEVEL: 'debug',
+    ...heraldEnv(discord, tts, join(dataDir, 'herald.sqlite')),
     ...options.env,
   };
 

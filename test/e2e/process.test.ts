@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DiscordEmulator, startDiscordEmulator } from '../emulators/discord/index.ts';
 import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
+import { heraldEnv } from './harness.ts';
 
 // Herald as an operator runs it: `npm start` and `npm run deploy-commands` as real processes.
 
@@ -57,15 +58,7 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const goodEnv = () => ({
-  DISCORD_TOKEN: discord.token,
-  DISCORD_APPLICATION_ID: discord.applicationId,
-  DISCORD_REST_URL: discord.restUrl,
-  TTS_BASE_URL: tts.baseUrl,
-  TTS_API_KEY: tts.apiKey,
-  DATABASE_URL: `sqlite:${join(dataDir, 'herald.sqlite')}`,
-  LOG_LEVEL: 'debug',
-});
+const goodEnv = () => heraldEnv(discord, tts, join(dataDir, 'herald.sqlite'));
 
 describe('npm start', () => {
   it('refuses bad configuration with one message listing every problem, exit code 1 and no stack trace', async () => {
