@@ -16,7 +16,7 @@ import type { Deps } from './command.ts';
 import type { Config } from './config.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
-import { NO_MENTIONS } from './replies.ts';
+import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
 import { VoiceManager } from './voice/manager.ts';
@@ -120,6 +120,14 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     tts,
     defaultSpeaker: config.tts.defaultSpeaker,
     logger: logger.child({ component: 'autoread' }),
+    notify: (channelId, error) => {
+      const channel = client.channels.cache.get(channelId);
+      if (!channel?.isSendable()) return;
+      const content = `Auto-read could not speak a message: ${describeFailure(error, logger)}`;
+      channel.send({ content, allowedMentions: NO_MENTIONS }).catch((sendError: unknown) => {
+        logger.warn('could not post an auto-read notice', { err: sendError });
+      });
+    },
   });
 
   const onInteraction = createInteractionHandler(commands, deps);

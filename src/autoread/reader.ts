@@ -73,7 +73,16 @@ export interface AutoReaderOptions {
   readonly logger: Logger;
   /** Clock in milliseconds, for the "<name> said" window. `Date.now` by default. */
   readonly now?: () => number;
+  /**
+   * Posts a notice in a channel when a message could not be spoken (out of budget, a service failure), so
+   * auto-read never falls silent without saying why; at most one notice per server every
+   * {@link FAILURE_NOTICE_INTERVAL_MS}. Without it, failures are only logged.
+   */
+  readonly notify?: (channelId: string, error: unknown) => void;
 }
+
+/** Quiet time between two failure notices in one server, so a run of failures is one message, not a flood. */
+export const FAILURE_NOTICE_INTERVAL_MS = 5 * 60_000;
 
 /** Reads new messages aloud while Herald is in voice; attach its handlers to the client's message events. */
 export interface AutoReader {
@@ -94,6 +103,20 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
   const chains = new Map<string, Promise<void>>();
   // Messages being handled, so a deletion that arrives before the message is queued still wins.
   const inFlight = new Map<string, { deleted: boolean }>();
+  const lastNotice = new Map<string, number>();
+
+  function onFailure(guildId: string, channelId: string, error: unknown, log: Logger): void {
+    log.warn('auto-read could not speak a message', { err: error });
+    const at = now();
+    if (
+      !options.notify ||
+      at - (lastNotice.get(guildId) ?? Number.NEGATIVE_INFINITY) < FAILURE_NOTICE_INTERVAL_MS
+    ) {
+      return;
+    }
+    lastNotice.set(guildId, at);
+    options.notify(channelId, error);
+  }
 
   async function handle(arrived: Arrived, ticket: { deleted: boolean }): Promise<void> {
     const { guildId, facts, message } = arrived;
@@ -148,7 +171,7 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       speaker,
       requestedBy: { id: authorId, name },
       key: arrived.id,
-      onFailure: (error) => log.warn('auto-read could not speak a message', { err: error }),
+      onFailure: (error) => onFailure(guildId, facts.channelId, error, log),
     });
     lastRead.set(guildId, { authorId, at });
   }

@@ -98,4 +98,19 @@ describe('auto-read', () => {
     expect(heard.segments).toHaveLength(4);
     expect(newlySpoken().some((text) => text.includes('never spoken'))).toBe(false);
   });
+
+  it('says in the channel, once, why it could not speak, instead of falling silent', async () => {
+    world.tts.inject({ kind: 'status', status: 500 }, { times: 2 });
+    const notice = world.discord.untilChannelMessage(world.text);
+    world.discord.sendMessage(world.member, world.text, 'this one fails');
+    expect((await notice).content).toMatch(/^Auto-read could not speak a message: .*internal error/);
+    world.discord.sendMessage(world.member, world.text, 'this one fails too');
+    world.discord.sendMessage(world.member, world.text, 'this one is heard');
+    await world.discord.voice(world.guild).untilSilent();
+    expect(newlySpoken()).toEqual([expect.stringMatching(/this one is heard$/)]);
+    // The second failure is logged, not posted: one notice per five minutes per server.
+    expect(
+      world.discord.channelMessages(world.text).filter((m) => m.content.startsWith('Auto-read could not')),
+    ).toHaveLength(1);
+  });
 });
