@@ -1,5 +1,4 @@
-import { Readable } from 'node:stream';
-import { createAudioResource, generateDependencyReport, StreamType } from '@discordjs/voice';
+import { generateDependencyReport } from '@discordjs/voice';
 import { Client, Events, GatewayIntentBits } from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
@@ -46,7 +45,6 @@ export interface HeraldOptions {
 export async function startHerald(config: Config, options: HeraldOptions): Promise<Herald> {
   const { logger } = options;
   logger.debug('voice dependencies', { report: generateDependencyReport() });
-  warmUpAudio();
 
   const db = openSqlite(config.databasePath);
   const settings = createSqliteSettingsStore(db);
@@ -160,12 +158,4 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       settings.close();
     },
   };
-}
-
-/**
- * The first audio resource in a process probes for FFmpeg synchronously (about 50 ms of blocked event loop when
- * it is installed); doing it at start-up keeps it out of the first /speak.
- */
-function warmUpAudio(): void {
-  createAudioResource(Readable.from([]), { inputType: StreamType.Opus });
 }
