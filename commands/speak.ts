@@ -1,8 +1,8 @@
 import { InteractionContextType, MessageFlags, SlashCommandBuilder } from 'discord.js';
 import { describeRefusal } from '../src/budget/index.ts';
-import type { Command, Deps } from '../src/command.ts';
+import type { Command } from '../src/command.ts';
 import { describeFailure, NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
-import { chooseSpeaker, type SpeakerChoice } from '../src/speakers.ts';
+import { resolveSpeaker } from '../src/speakers.ts';
 import { countCharacters, MAX_TEXT_CHARACTERS } from '../src/tts/index.ts';
 import { describeJoinRefusal, speakerAutocomplete } from './shared.ts';
 
@@ -39,9 +39,10 @@ export const speak = {
     if (verdict.kind !== 'ok') return respondEphemeral(interaction, describeRefusal(verdict));
 
     const choice = await resolveSpeaker(
-      interaction.options.getString('speaker') ?? undefined,
-      interaction,
       deps,
+      interaction.guildId,
+      interaction.user.id,
+      interaction.options.getString('speaker') ?? undefined,
     );
     switch (choice.kind) {
       case 'unknown-option':
@@ -91,24 +92,6 @@ export const speak = {
 
   autocomplete: speakerAutocomplete,
 } satisfies Command;
-
-async function resolveSpeaker(
-  option: string | undefined,
-  interaction: Parameters<Command['execute']>[0],
-  deps: Deps,
-): Promise<SpeakerChoice> {
-  const [speakers, member, server] = await Promise.all([
-    deps.tts.speakers(),
-    deps.settings.memberSpeaker(interaction.guildId, interaction.user.id),
-    deps.settings.guild(interaction.guildId),
-  ]);
-  return chooseSpeaker(speakers, {
-    option,
-    member,
-    server: server.defaultSpeakerId,
-    config: deps.defaultSpeaker,
-  });
-}
 
 function preview(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();

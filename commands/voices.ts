@@ -4,6 +4,7 @@ import {
   type ButtonInteraction,
   ButtonStyle,
   EmbedBuilder,
+  escapeMarkdown,
   InteractionContextType,
   MessageFlags,
   PermissionFlagsBits,
@@ -109,9 +110,4 @@ function line(speaker: Speaker, serverDefault: string | null, mine: string | nul
   const marks = `${speaker.id === serverDefault ? ' ⭐' : ''}${speaker.id === mine ? ' 🎙️' : ''}`;
   const gender = speaker.gender ?? 'unspecified';
   return `**${escapeMarkdown(speaker.name)}**${marks} — ${escapeMarkdown(gender)} · languages: ${escapeMarkdown(describeLanguages(speaker))}`;
-}
-
-/** Speaker names come from the service: keep Discord markdown in them literal. */
-function escapeMarkdown(text: string): string {
-  return text.replace(/[\\*_`~|>#[\]()-]/g, (c) => `\\${c}`).slice(0, 200);
 }

@@ -2,6 +2,7 @@
 import 'dotenv/config';
 import { REST, Routes } from 'discord.js';
 import { commands } from '../commands/index.ts';
+import { isSnowflake } from '../src/snowflake.ts';
 
 const token = process.env.DISCORD_TOKEN?.trim();
 const applicationId = process.env.DISCORD_APPLICATION_ID?.trim();
@@ -11,12 +12,8 @@ const guildId = guildFlag === -1 ? undefined : process.argv[guildFlag + 1];
 
 const problems = [
   ...(token ? [] : ['DISCORD_TOKEN is missing.']),
-  ...(applicationId && /^\d{17,20}$/.test(applicationId)
-    ? []
-    : ['DISCORD_APPLICATION_ID must be a numeric id.']),
-  ...(guildFlag !== -1 && !(guildId && /^\d{17,20}$/.test(guildId))
-    ? ['--guild needs a numeric server id.']
-    : []),
+  ...(applicationId && isSnowflake(applicationId) ? [] : ['DISCORD_APPLICATION_ID must be a numeric id.']),
+  ...(guildFlag !== -1 && !(guildId && isSnowflake(guildId)) ? ['--guild needs a numeric server id.'] : []),
 ];
 if (problems.length > 0 || !token || !applicationId) {
   console.error(`Cannot register commands:\n${problems.map((p) => `  - ${p}`).join('\n')}`);

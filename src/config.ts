@@ -1,5 +1,6 @@
 import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { isSnowflake } from './snowflake.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
 
 /** Herald's whole configuration, parsed once at start-up. */
@@ -29,8 +30,6 @@ export type Env = Readonly<Record<string, string | undefined>>;
 /** Result of {@link parseConfig}: the config, or every problem found. */
 export type ConfigResult = { ok: true; value: Config } | { ok: false; problems: string[] };
 
-const SNOWFLAKE = /^\d{17,20}$/;
-
 /**
  * Parses and validates the configuration from an environment object. Every problem is listed, each naming its
  * variable; secrets are never echoed.
@@ -50,8 +49,7 @@ export function parseConfig(env: Env): ConfigResult {
 
   const applicationId = value('DISCORD_APPLICATION_ID');
   if (applicationId === undefined) problems.push('DISCORD_APPLICATION_ID is missing: the application id.');
-  else if (!SNOWFLAKE.test(applicationId))
-    problems.push('DISCORD_APPLICATION_ID must be a numeric Discord id.');
+  else if (!isSnowflake(applicationId)) problems.push('DISCORD_APPLICATION_ID must be a numeric Discord id.');
 
   const restUrl = value('DISCORD_REST_URL');
   if (restUrl !== undefined && !isHttpUrl(restUrl)) problems.push('DISCORD_REST_URL must be an http(s) URL.');

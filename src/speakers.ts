@@ -1,4 +1,5 @@
-import type { Speaker } from './tts/index.ts';
+import type { SettingsStore } from './storage/index.ts';
+import type { Speaker, TtsClient } from './tts/index.ts';
 
 /** Discord shows at most 25 autocomplete choices. */
 export const MAX_AUTOCOMPLETE_CHOICES = 25;
@@ -76,4 +77,32 @@ export function rankSpeakers(speakers: readonly Speaker[], query: string): Speak
 /** A speaker's languages as members read them: "all" when unrestricted. */
 export function describeLanguages(speaker: Speaker): string {
   return speaker.languages === null ? 'all' : speaker.languages.join(', ') || 'none listed';
+}
+
+/** Where {@link resolveSpeaker} reads the candidates from. */
+export interface SpeakerSources {
+  readonly tts: Pick<TtsClient, 'speakers'>;
+  readonly settings: Pick<SettingsStore, 'guild' | 'memberSpeaker'>;
+  /** `TTS_DEFAULT_SPEAKER`: an id or name. */
+  readonly defaultSpeaker: string | undefined;
+}
+
+/** Reads the speaker list and the stored choices for a member in a server, then {@link chooseSpeaker}. */
+export async function resolveSpeaker(
+  sources: SpeakerSources,
+  guildId: string,
+  userId: string,
+  option?: string,
+): Promise<SpeakerChoice> {
+  const [speakers, member, server] = await Promise.all([
+    sources.tts.speakers(),
+    sources.settings.memberSpeaker(guildId, userId),
+    sources.settings.guild(guildId),
+  ]);
+  return chooseSpeaker(speakers, {
+    option,
+    member,
+    server: server.defaultSpeakerId,
+    config: sources.defaultSpeaker,
+  });
 }

@@ -1,6 +1,6 @@
 import { MessageFlags } from 'discord.js';
 import type { Logger } from '../log.ts';
-import { chooseSpeaker } from '../speakers.ts';
+import { resolveSpeaker } from '../speakers.ts';
 import type { SettingsStore } from '../storage/index.ts';
 import {
   DEFAULT_REPEAT_CAP,
@@ -8,7 +8,7 @@ import {
   needsAuthorPrefix,
   normaliseMessage,
 } from '../text/normalise.ts';
-import { MAX_TEXT_CHARACTERS, type Speaker, type TtsClient } from '../tts/index.ts';
+import { MAX_TEXT_CHARACTERS, type TtsClient } from '../tts/index.ts';
 import type { SpeechRequest } from '../voice/session.ts';
 import { decide, type MessageFacts } from './filter.ts';
 import type { AutoReadStore } from './settings.ts';
@@ -155,7 +155,8 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       return;
     }
 
-    const speaker = await speakerFor(guildId, authorId);
+    const choice = await resolveSpeaker(options, guildId, authorId);
+    const speaker = choice.kind === 'chosen' ? choice.speaker : undefined;
     if (!speaker) {
       log.warn('auto-read has no voice to speak with: the speech service lists none');
       return;
@@ -174,20 +175,6 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       onFailure: (error) => onFailure(guildId, facts.channelId, error, log),
     });
     lastRead.set(guildId, { authorId, at });
-  }
-
-  async function speakerFor(guildId: string, userId: string): Promise<Speaker | undefined> {
-    const [speakers, member, server] = await Promise.all([
-      options.tts.speakers(),
-      options.settings.memberSpeaker(guildId, userId),
-      options.settings.guild(guildId),
-    ]);
-    const choice = chooseSpeaker(speakers, {
-      member,
-      server: server.defaultSpeakerId,
-      config: options.defaultSpeaker,
-    });
-    return choice.kind === 'chosen' ? choice.speaker : undefined;
   }
 
   return {

@@ -1,3 +1,5 @@
+import { isSnowflake } from '../snowflake.ts';
+
 /** The budget's configuration, parsed once from the environment by {@link parseBudgetConfig}. */
 export interface BudgetConfig {
   /** `BUDGET_FLOOR_USD` (default 0): no request may take the balance below it. */
@@ -21,8 +23,6 @@ export type BudgetConfigResult =
 
 /** Per-member default: above the 4,000 characters `/speak` accepts, so one long message always fits. */
 export const DEFAULT_MEMBER_CHARS_PER_MINUTE = 5_000;
-
-const SNOWFLAKE = /^\d{17,20}$/;
 
 /** Parses the budget variables from an environment object; never throws. */
 export function parseBudgetConfig(env: Readonly<Record<string, string | undefined>>): BudgetConfigResult {
@@ -49,7 +49,7 @@ export function parseBudgetConfig(env: Readonly<Record<string, string | undefine
   }
 
   const alertChannelId = value('BUDGET_ALERT_CHANNEL_ID');
-  if (alertChannelId !== undefined && !SNOWFLAKE.test(alertChannelId)) {
+  if (alertChannelId !== undefined && !isSnowflake(alertChannelId)) {
     problems.push('BUDGET_ALERT_CHANNEL_ID must be a numeric Discord channel id.');
   }
 
@@ -63,7 +63,7 @@ export function parseBudgetConfig(env: Readonly<Record<string, string | undefine
   }
 
   const ownerIds = (value('BOT_OWNER_IDS') ?? '').split(/[\s,]+/).filter((id) => id !== '');
-  if (ownerIds.some((id) => !SNOWFLAKE.test(id))) {
+  if (ownerIds.some((id) => !isSnowflake(id))) {
     problems.push('BOT_OWNER_IDS must be numeric Discord user ids, separated by commas.');
   }
 
