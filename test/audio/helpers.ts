@@ -2,8 +2,8 @@
 import { Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import opus from '@discordjs/opus';
+import { toneSamples } from '../../emulators/tts/ogg.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
-import { toneSamples } from '../emulators/tts/ogg.ts';
 
 /** Splits `data` into chunks of `size` bytes (the last one shorter). */
 export function chunked(data: Buffer, size: number): Buffer[] {

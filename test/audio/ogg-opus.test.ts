@@ -1,9 +1,9 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { analyse, decodeOpus } from '../../emulators/support/audio.ts';
+import { demuxWithPrism, readOggOpus } from '../../emulators/support/ogg.ts';
+import { encodeTone, oggCrc, writeOggOpus } from '../../emulators/tts/ogg.ts';
 import { createOggOpusPacketizer, parseOpusPacket } from '../../src/audio/ogg-opus.ts';
-import { encodeTone, oggCrc, writeOggOpus } from '../emulators/tts/ogg.ts';
-import { analyse, decodeOpus } from '../support/audio.ts';
-import { demuxWithPrism, readOggOpus } from '../support/ogg.ts';
 import { captureLogger, chunked, encodeFrames, randomChunks, runTransform } from './helpers.ts';
 
 const bytes = (...values: number[]): Buffer => Buffer.from(values);

@@ -8,10 +8,10 @@ import {
   StreamType,
 } from '@discordjs/voice';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { analyse, decodeOpus } from '../../emulators/support/audio.ts';
+import { encodeTone, toneSamples, writeOggOpus } from '../../emulators/tts/ogg.ts';
 import { parseOpusPacket } from '../../src/audio/ogg-opus.ts';
 import { createSpeechResource } from '../../src/audio/resource.ts';
-import { encodeTone, toneSamples, writeOggOpus } from '../emulators/tts/ogg.ts';
-import { analyse, decodeOpus } from '../support/audio.ts';
 import { chunked } from './helpers.ts';
 import { wavFile } from './wav-fixtures.ts';
 

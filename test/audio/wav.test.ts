@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { analyse } from '../../emulators/support/audio.ts';
+import { toneSamples } from '../../emulators/tts/ogg.ts';
 import { createResampler } from '../../src/audio/resample.ts';
 import { createWavToPcm } from '../../src/audio/wav.ts';
-import { toneSamples } from '../emulators/tts/ogg.ts';
-import { analyse } from '../support/audio.ts';
 import { captureLogger, chunked, runTransform } from './helpers.ts';
 import { wavFile } from './wav-fixtures.ts';
 

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import {
   BudgetRefusedError,
   budgetedSynthesize,
@@ -18,7 +19,6 @@ import {
   TtsInsufficientBalanceError,
 } from '../../src/tts/index.ts';
 import type { SpeechRequest } from '../../src/voice/session.ts';
-import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
 import { makeGuard } from './helpers.ts';
 
 const SPEAKER: Speaker = {

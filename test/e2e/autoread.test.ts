@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_SPEAKERS, expectedDurationMs } from '../emulators/tts/index.ts';
+import { DEFAULT_SPEAKERS, expectedDurationMs } from '../../emulators/tts/index.ts';
 import { createWorld, type World } from './harness.ts';
 
 // Auto-read end to end: messages in a bound channel, read aloud while Herald is in voice.

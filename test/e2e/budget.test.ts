@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Channel, Guild, Member } from '../emulators/discord/index.ts';
+import type { Channel, Guild, Member } from '../../emulators/discord/index.ts';
 import { createWorld, type World, type WorldOptions } from './harness.ts';
 
 // The budget guard end to end: the emulator's balance and charges are the ground truth.

@@ -7,10 +7,10 @@ import {
   type Guild,
   type Member,
   startDiscordEmulator,
-} from '../emulators/discord/index.ts';
-import { startTestBot, type TestBot } from '../emulators/discord/test-bot.ts';
-import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
-import { readOggOpus } from '../support/ogg.ts';
+} from '../../emulators/discord/index.ts';
+import { startTestBot, type TestBot } from '../../emulators/discord/test-bot.ts';
+import { readOggOpus } from '../../emulators/support/ogg.ts';
+import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 
 interface World {
   discord: DiscordEmulator;

@@ -9,18 +9,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Events, PermissionFlagsBits } from 'discord.js';
-import { parseConfig, secretsOf } from '../../src/config.ts';
-import { type Herald, startHerald } from '../../src/herald.ts';
-import { createLogger } from '../../src/log.ts';
-import type { TtsTimeouts } from '../../src/tts/index.ts';
 import {
   type Channel,
   type DiscordEmulator,
   type Guild,
   type Member,
   startDiscordEmulator,
-} from '../emulators/discord/index.ts';
-import { startTtsEmulator, type TtsEmulator, type TtsEmulatorOptions } from '../emulators/tts/index.ts';
+} from '../../emulators/discord/index.ts';
+import { startTtsEmulator, type TtsEmulator, type TtsEmulatorOptions } from '../../emulators/tts/index.ts';
+import { parseConfig, secretsOf } from '../../src/config.ts';
+import { type Herald, startHerald } from '../../src/herald.ts';
+import { createLogger } from '../../src/log.ts';
+import type { TtsTimeouts } from '../../src/tts/index.ts';
 
 /** Options of {@link createWorld}. */
 export interface WorldOptions {

@@ -1,6 +1,6 @@
 import { PermissionFlagsBits } from 'discord.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_SPEAKERS, expectedDurationMs, manySpeakers } from '../emulators/tts/index.ts';
+import { DEFAULT_SPEAKERS, expectedDurationMs, manySpeakers } from '../../emulators/tts/index.ts';
 import { createWorld, type World } from './harness.ts';
 
 // Herald's core, end to end: the unmodified discord.js bot against the Discord emulator, speech from the TTS

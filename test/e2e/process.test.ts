@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DiscordEmulator, startDiscordEmulator } from '../emulators/discord/index.ts';
-import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
+import { type DiscordEmulator, startDiscordEmulator } from '../../emulators/discord/index.ts';
+import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { heraldEnv } from './harness.ts';
 
 // Herald as an operator runs it: `npm start` and `npm run deploy-commands` as real processes.

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_SPEAKERS } from '../emulators/tts/index.ts';
+import { DEFAULT_SPEAKERS } from '../../emulators/tts/index.ts';
 import { createWorld, type World, type WorldOptions } from './harness.ts';
 
 // How a voice session ends, survives, or gives up — each with a world of its own, since each breaks something.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { encodeTone, toneSamples } from '../emulators/tts/ogg.ts';
-import { pcmBytes, wavHeader } from '../emulators/tts/wav.ts';
-import { analyse, decodeOpus, packetDurationMs, parseWav, toMono } from './audio.ts';
+import { analyse, decodeOpus, packetDurationMs, parseWav, toMono } from '../../emulators/support/audio.ts';
+import { encodeTone, toneSamples } from '../../emulators/tts/ogg.ts';
+import { pcmBytes, wavHeader } from '../../emulators/tts/wav.ts';
 
 const silence = (ms: number, rate = 48_000): Int16Array => new Int16Array((ms * rate) / 1000);
 const tone = (hz: number, ms: number, rate = 48_000): Int16Array =>

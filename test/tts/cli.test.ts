@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { expectedDurationMs, startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
-import { analyse, decodeOpus } from '../support/audio.ts';
-import { readOggOpus } from '../support/ogg.ts';
+import { analyse, decodeOpus } from '../../emulators/support/audio.ts';
+import { readOggOpus } from '../../emulators/support/ogg.ts';
+import { expectedDurationMs, startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 
 const CLI = resolve(import.meta.dirname, '../../scripts/tts.ts');
 

@@ -4,6 +4,9 @@ import type { Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import { Agent, buildConnector } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseWav } from '../../emulators/support/audio.ts';
+import { readOggOpus } from '../../emulators/support/ogg.ts';
+import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { createLogger } from '../../src/log.ts';
 import {
   createTtsClient,
@@ -12,9 +15,6 @@ import {
   type TtsClientOptions,
   TtsError,
 } from '../../src/tts/index.ts';
-import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
-import { parseWav } from '../support/audio.ts';
-import { readOggOpus } from '../support/ogg.ts';
 
 const BASE_PATH = '/gateway/tts/v1';
 const BELLA = '0b5a6d4e-3f1c-4a8e-9d2b-7c1e5f3a9b01';

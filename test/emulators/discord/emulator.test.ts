@@ -1,6 +1,10 @@
 import { PermissionFlagsBits as P } from 'discord.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type DiscordEmulator, intervalStats, startDiscordEmulator } from './index.ts';
+import {
+  type DiscordEmulator,
+  intervalStats,
+  startDiscordEmulator,
+} from '../../../emulators/discord/index.ts';
 import {
   ALL_PERMISSIONS,
   type ChannelState,
@@ -8,7 +12,7 @@ import {
   DEFAULT_EVERYONE_PERMISSIONS,
   type GuildState,
   type MemberState,
-} from './model.ts';
+} from '../../../emulators/discord/model.ts';
 
 const guildWith = (memberRolePerms: bigint): { guild: GuildState; member: MemberState; bot: MemberState } => {
   const member: MemberState = { id: 'm', name: 'm', nick: null, bot: false, roleIds: ['r'], joinedAt: '' };

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { analyse, decodeOpus, packetDurationMs } from '../../support/audio.ts';
-import { demuxWithPrism, readOggOpus } from '../../support/ogg.ts';
-import { ENCODER_DELAY, encodeTone, oggCrc, writeOggOpus } from './ogg.ts';
+import { analyse, decodeOpus, packetDurationMs } from '../../../emulators/support/audio.ts';
+import { demuxWithPrism, readOggOpus } from '../../../emulators/support/ogg.ts';
+import { ENCODER_DELAY, encodeTone, oggCrc, writeOggOpus } from '../../../emulators/tts/ogg.ts';
 
 const packetsOf = (...sizes: number[]): Buffer[] => sizes.map((size, i) => Buffer.alloc(size, i + 1));
 

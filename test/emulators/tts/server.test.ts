@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { analyse, decodeOpus, packetDurationMs, parseWav } from '../../support/audio.ts';
-import { demuxWithPrism, readOggOpus } from '../../support/ogg.ts';
+import { analyse, decodeOpus, packetDurationMs, parseWav } from '../../../emulators/support/audio.ts';
+import { demuxWithPrism, readOggOpus } from '../../../emulators/support/ogg.ts';
 import {
   DEFAULT_SPEAKERS,
   expectedDurationMs,
@@ -9,7 +9,7 @@ import {
   startTtsEmulator,
   type TtsEmulator,
   type TtsEmulatorOptions,
-} from './index.ts';
+} from '../../../emulators/tts/index.ts';
 
 const open: TtsEmulator[] = [];
 afterEach(async () => {

@@ -1,4 +1,4 @@
-import { analyse, decodeOpus, packetDurationMs, type Segment } from '../../support/audio.ts';
+import { analyse, decodeOpus, packetDurationMs, type Segment } from '../support/audio.ts';
 import type { CapturedFrame } from './voice.ts';
 
 /** What was heard in one burst of audio, decoded and measured. */
