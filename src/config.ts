@@ -22,6 +22,8 @@ export interface Config {
   readonly idleTimeoutMs: number;
   /** The budget guard's floor, warning level, alert channel, price, member rate and operators. */
   readonly budget: BudgetConfig;
+  /** `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`: utterances waiting in one server, and of one member there. */
+  readonly queueLimits: { readonly perServer: number; readonly perMember: number };
 }
 
 /** The environment as read: every value a string or absent. */
@@ -70,6 +72,18 @@ export function parseConfig(env: Env): ConfigResult {
     problems.push('IDLE_TIMEOUT_SECONDS must be a number of seconds between 1 and 86400.');
   }
 
+  const count = (name: string, fallback: number, max: number): number => {
+    const raw = value(name);
+    const parsed = raw === undefined ? fallback : Number(raw);
+    if (!/^\d+$/.test(raw ?? '1') || !Number.isSafeInteger(parsed) || parsed < 1 || parsed > max) {
+      problems.push(`${name} must be a whole number between 1 and ${max}.`);
+    }
+    return parsed;
+  };
+  const perServer = count('QUEUE_MAX_PER_SERVER', 50, 1000);
+  const perMember = count('QUEUE_MAX_PER_MEMBER', 10, 1000);
+  if (perMember > perServer) problems.push('QUEUE_MAX_PER_MEMBER cannot be above QUEUE_MAX_PER_SERVER.');
+
   if (
     problems.length > 0 ||
     !tts.ok ||
@@ -89,6 +103,7 @@ export function parseConfig(env: Env): ConfigResult {
       logLevel,
       idleTimeoutMs: idleSeconds * 1000,
       budget: budget.value,
+      queueLimits: { perServer, perMember },
     },
   };
 }

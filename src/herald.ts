@@ -10,11 +10,13 @@ import {
   createBudgetGuard,
   createSqliteBudgetStore,
   createTtsProbe,
+  startBudgetRechecks,
 } from './budget/index.ts';
 import type { Deps } from './command.ts';
 import type { Config } from './config.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
+import { createOperatorCheck } from './operators.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
@@ -87,16 +89,20 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       },
     }),
   });
+  const budgeted = budgetedSynthesize(budget, (request, signal) =>
+    tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
+  );
   const voice = new VoiceManager({
     logger: logger.child({ component: 'voice' }),
     idleTimeoutMs: config.idleTimeoutMs,
     ...(options.voiceConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
-    synthesize: budgetedSynthesize(budget, (request, signal) =>
-      tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
-    ),
+    limits: config.queueLimits,
+    synthesize: budgeted.synthesize,
+    onUnplayed: (result, _request, reason) => budgeted.unplayed(result, reason),
   });
+  const budgetProbe = createTtsProbe(tts);
   const deps: Deps = {
     tts,
     settings,
@@ -106,8 +112,12 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     defaultSpeaker: config.tts.defaultSpeaker,
     estimateCostUsd: (characters) => budget.estimateUsd(characters),
     budget,
-    budgetProbe: createTtsProbe(tts),
-    ownerIds: new Set(config.budget.ownerIds),
+    budgetProbe,
+    isOperator: createOperatorCheck(
+      config.budget.ownerIds,
+      () => client.application?.fetch() ?? Promise.reject(new Error('not logged in yet')),
+      logger,
+    ),
     budgetAlertChannelId: config.budget.alertChannelId,
   };
 
@@ -148,10 +158,17 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
 
   // A synchronous tts.speakers() warm-up would delay start-up; the first command fills the cache instead.
   await client.login(config.discord.token);
+  const stopRechecks = startBudgetRechecks({
+    guard: budget,
+    probe: budgetProbe,
+    intervalMs: config.budget.recheckIntervalMs,
+    logger: budgetLogger,
+  });
 
   return {
     client,
     async stop() {
+      stopRechecks();
       voice.destroyAll();
       await client.destroy();
       await tts.close();

@@ -120,4 +120,20 @@ describe('npm run deploy-commands', () => {
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/--guild needs a numeric server id/);
   });
+
+  it('takes --guild=<id> as a server, and refuses an unknown flag instead of registering globally', async () => {
+    const guild = discord.createGuild({ name: 'Equals Test' });
+    const globalBefore = discord.rest.filter((call) =>
+      /\/applications\/\d+\/commands$/.test(call.path),
+    ).length;
+    const equals = await run(DEPLOY, [`--guild=${guild.id}`], goodEnv()).done;
+    expect(equals.output).toMatch(/in server/);
+    expect(discord.commands.guild.get(guild.id)?.length).toBe(9);
+    const typo = await run(DEPLOY, ['--guid', guild.id], goodEnv()).done;
+    expect(typo.code).toBe(1);
+    expect(typo.output).toMatch(/Unknown option '--guid'/);
+    expect(discord.rest.filter((call) => /\/applications\/\d+\/commands$/.test(call.path)).length).toBe(
+      globalBefore,
+    );
+  });
 });
