@@ -68,8 +68,10 @@ export interface Utterance {
   prepared: Prepared | undefined;
   /** True once it is due (first in line with a connection that can play): it plays as soon as it is ready. */
   due: boolean;
-  /** True once handed to the player: from then on it counts as heard, even if cut short. */
+  /** True once handed to the player. */
   playing: boolean;
+  /** How much of it the player has played, in ms, once it started; a cut after the first frame counts as heard. */
+  position: (() => number) | undefined;
   /** What broke the audio stream, kept because the player's error carries only the message. */
   streamError: unknown;
 }
@@ -158,6 +160,7 @@ export class SpeechQueue {
       prepared: undefined,
       due: false,
       playing: false,
+      position: undefined,
       streamError: undefined,
     });
     this.#pump();
@@ -208,6 +211,7 @@ export class SpeechQueue {
   /** The player started (or resumed) `utterance`; `position` reads how much of it has been played, in ms. */
   started(utterance: Utterance, position: () => number): void {
     if (utterance !== this.#current) return;
+    utterance.position = position;
     this.#position = position;
     this.#schedulePrefetch();
   }
@@ -327,12 +331,12 @@ export class SpeechQueue {
   #drop(utterance: Utterance, reason: DropReason): void {
     utterance.dropped ??= reason;
     utterance.abort.abort();
-    if (utterance.prepared && !utterance.playing) this.#discard(utterance, reason);
+    if (utterance.prepared && !heard(utterance)) this.#discard(utterance, reason);
   }
 
   #discard(utterance: Utterance, reason: DropReason): void {
     const prepared = utterance.prepared;
-    if (!prepared || utterance.playing || this.#reported.has(utterance)) return;
+    if (!prepared || heard(utterance) || this.#reported.has(utterance)) return;
     this.#reported.add(utterance);
     prepared.body.destroy();
     this.#options.logger.debug('paid audio dropped unplayed', { reason, characters: utterance.characters });
@@ -342,4 +346,12 @@ export class SpeechQueue {
       this.#options.logger.error('recording unplayed audio failed', { err: error });
     }
   }
+}
+
+/**
+ * Whether any of an utterance reached the channel: handed to a player that has played at least one frame of it.
+ * One handed over while the connection was gone (the player paused, nothing sent) was paid for and never heard.
+ */
+function heard(utterance: Utterance): boolean {
+  return utterance.playing && (utterance.position?.() ?? 0) > 0;
 }

@@ -218,6 +218,7 @@ describe('SpeechQueue: dropping at every state', () => {
     h.pending[1]?.resolve(1);
     await h.flush();
     h.pending[1]?.audio.write(Buffer.alloc(100)); // downloading
+    h.setPosition(300); // the first has been heard in part
     const unhandled = vi.fn();
     process.on('uncaughtException', unhandled);
     try {
@@ -240,12 +241,26 @@ describe('SpeechQueue: dropping at every state', () => {
     await h.flush();
     h.pending[0]?.resolve(5);
     await h.flush();
+    h.setPosition(40);
     expect(h.queue.skip()).toBe(true);
     await h.flush();
     expect(h.stops()).toBe(1);
     expect(h.unplayed).toEqual([]);
     // The next one is due now.
     expect(h.texts()).toEqual(['one', 'two']);
+  });
+
+  it('handed to a player that never played a frame of it (the connection went): unplayed', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    await h.flush();
+    h.pending[0]?.resolve(5);
+    await h.flush();
+    expect(h.played).toHaveLength(1);
+    h.queue.close('kicked');
+    await h.flush();
+    expect(h.unplayed).toEqual([{ text: 'one', reason: 'kicked' }]);
   });
 
   it('/skip before the current one plays drops it (unplayed) and moves on', async () => {
