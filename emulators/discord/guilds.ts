@@ -29,6 +29,7 @@ export function createGuilds(ctx: Context) {
     botUser,
     gateway,
     voice,
+    dave,
     notify,
     memberOf,
     channelOf,
@@ -48,6 +49,9 @@ export function createGuilds(ctx: Context) {
   const dispatchVoiceState = (guild: GuildState, member: MemberState, channelId: string | null): void => {
     if (channelId) guild.voice.set(member.id, channelId);
     else guild.voice.delete(member.id);
+    // Everyone in the bot's channel is a DAVE listener in its media session.
+    const botChannel = guild.voice.get(botUser.id) ?? null;
+    dave.setPresent(guild.id, botChannel, botChannel ? occupants(guild, botChannel) : []);
     gateway.dispatch(
       'VOICE_STATE_UPDATE',
       voiceStatePayload(guild, member, channelId, voiceSessionOf(member.id), member.id === botUser.id),
@@ -88,7 +92,7 @@ export function createGuilds(ctx: Context) {
     dispatchVoiceState(guild, bot, channel.id);
     if (flags.refuseVoiceJoin) return false;
     // VOICE_STATE_UPDATE first: in the other order the library never leaves `signalling`.
-    const voiceToken = voice.allocate(guild.id, bot.id, voiceSessionOf(bot.id));
+    const voiceToken = voice.allocate(guild.id, bot.id, voiceSessionOf(bot.id), channel.id);
     gateway.dispatch('VOICE_SERVER_UPDATE', {
       token: voiceToken,
       guild_id: guild.id,
@@ -264,7 +268,7 @@ export function createGuilds(ctx: Context) {
         dispatchVoiceState(guild, self, state.id);
         // The old voice socket goes with 4014 after the new server is announced, as when an admin drags a bot.
         voice.closeSocket(guild.id, 4014, 'Disconnected.');
-        const voiceToken = voice.allocate(guild.id, self.id, voiceSessionOf(self.id));
+        const voiceToken = voice.allocate(guild.id, self.id, voiceSessionOf(self.id), state.id);
         gateway.dispatch('VOICE_SERVER_UPDATE', {
           token: voiceToken,
           guild_id: guild.id,

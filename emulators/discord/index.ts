@@ -6,9 +6,10 @@
  * Simplifications, on purpose:
  * - The bot's guild-level permissions are exactly what `setBotPermissions` (or the default) says: @everyone's
  *   are not added for the bot, so a test can take a permission away guild-wide.
- * - One shard; one gateway session at a time; no rate limits; no DAVE (the emulator declines it, see voice.ts).
+ * - One shard; one gateway session at a time; no rate limits. DAVE v1 is offered by default (dave-media.ts); `dave: false` declines it.
  * - A slash command that was never registered is still delivered (with a made-up id), so tests need not register.
  */
+import { createDaveMedia } from './dave-media.ts';
 import { createGateway } from './gateway.ts';
 import { createGuilds, type Guilds } from './guilds.ts';
 import { createInteractions } from './interactions.ts';
@@ -21,11 +22,13 @@ import { trustedTestCertificate } from './tls.ts';
 import type { DiscordEmulator, DiscordEmulatorOptions } from './types.ts';
 import { createVoiceServer } from './voice.ts';
 
-export type { Heard, VoiceCapture } from './capture.ts';
-export { hear, intervalStats } from './capture.ts';
+export type { Heard, Hearing, VoiceCapture } from './capture.ts';
+export { describeHearing, hear, hearingOf, intervalStats } from './capture.ts';
 export type { RestCall } from './rest.ts';
 export type {
   Channel,
+  DaveFaults,
+  DaveStats,
   DiscordEmulator,
   DiscordEmulatorOptions,
   Faults,
@@ -65,7 +68,11 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   } = state;
   const interactionResponseMs = state.interactionResponseMs;
 
+  const daveOffered = o.dave ?? true;
+  const dave = createDaveMedia(botUser.id);
   const voice = await createVoiceServer({
+    dave,
+    daveOffered: () => daveOffered,
     cert: certificate.cert,
     key: certificate.key,
     heartbeatIntervalMs: o.voiceHeartbeatMs ?? 13_750,
@@ -105,7 +112,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     },
   });
 
-  const ctx: Context = { ...state, gateway, voice };
+  const ctx: Context = { ...state, gateway, voice, dave };
   const guildOps: Guilds = createGuilds(ctx);
   const messageOps = createMessages(ctx);
   const { messagePayload, snapshot } = messageOps;
@@ -313,13 +320,22 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         flags.refuseVoiceJoin = on;
       },
       delayVoiceHandshake: (ms) => voice.delayHandshake(ms),
+      dave: {
+        proposeUnknownUser: (guild) => dave.faults(guild.id).proposeUnknownUser(),
+        malformedCommit: (guild) => dave.faults(guild.id).malformedCommit(),
+        malformedWelcome: (guild) => dave.faults(guild.id).malformedWelcome(),
+        invalidTransition: (guild) => dave.faults(guild.id).invalidTransition(),
+        rejectNextKeyPackage: (guild) => dave.faults(guild.id).rejectNextKeyPackage(),
+      },
     },
+    daveGroup: (guild) => dave.group(guild.id),
     close: async () => {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       listeners.clear();
       for (const sink of captures.values()) sink.dispose();
       gateway.close();
+      dave.close();
       await Promise.all([server.close(), voice.close()]);
     },
   };

@@ -1,6 +1,7 @@
 /** The emulator's shared state (guilds, messages, interactions, waits) and the lookups every part uses. */
 import type { CaptureSink } from './capture.ts';
 import { createCapture } from './capture.ts';
+import type { DaveMedia } from './dave-media.ts';
 import type { Gateway } from './gateway.ts';
 import type { BotUser, ChannelState, GuildState, MemberState } from './model.ts';
 import type { RestCall } from './rest.ts';
@@ -75,6 +76,7 @@ export interface Context {
   readonly flags: { refuseVoiceJoin: boolean };
   readonly gateway: Gateway;
   readonly voice: VoiceServer;
+  readonly dave: DaveMedia;
   notify(): void;
   /** Resolves when `check` returns a value; re-checked on every emulator event. @throws on timeout. */
   waitFor<T>(what: string, timeoutMs: number, check: () => T | undefined): Promise<T>;
@@ -87,7 +89,7 @@ export interface Context {
 }
 
 /** The part of {@link Context} that exists before the servers are started. */
-export type State = Omit<Context, 'gateway' | 'voice'>;
+export type State = Omit<Context, 'gateway' | 'voice' | 'dave'>;
 
 /** Creates the emulator's empty state for `botUser`. */
 export function createState(o: {

@@ -1,6 +1,7 @@
 /** The emulator's public types: what tests hold and call. */
 
 import type { VoiceCapture } from './capture.ts';
+import type { DaveGroup } from './dave-group.ts';
 import type { RestCall } from './rest.ts';
 
 /** Arbitrary JSON the bot sent (embeds, components, commands); tests index into it freely. */
@@ -102,6 +103,25 @@ export interface DiscordEmulatorOptions {
   voiceHeartbeatMs?: number;
   /** How long an interaction waits for its initial response before it is unknown; default 3000 ms as Discord. */
   interactionResponseMs?: number;
+  /**
+   * Offer DAVE (E2EE) v1 to clients announcing it, as Discord does: default true. False declines it
+   * (`dave_protocol_version: 0`): transport encryption only.
+   */
+  dave?: boolean;
+}
+
+/** DAVE faults, each injected once into a guild's voice session (see dave-group.ts). */
+export interface DaveFaults {
+  /** An Add proposal for a user the bot was never told about (no op 11 first). */
+  proposeUnknownUser(guild: Guild): void;
+  /** A commit (op 29) that is not a valid MLS message. */
+  malformedCommit(guild: Guild): void;
+  /** A welcome (op 30) that is not a valid MLS message. */
+  malformedWelcome(guild: Guild): void;
+  /** An execute (op 22) for a transition never prepared, and a prepare (op 21) never executed. */
+  invalidTransition(guild: Guild): void;
+  /** The gateway ignores the bot's next key package (now, or in its next voice session if none is live). */
+  rejectNextKeyPackage(guild: Guild): void;
 }
 
 /** Deliberate misbehaviour of the emulated Discord. */
@@ -118,6 +138,7 @@ export interface Faults {
   refuseVoiceJoin(on: boolean): void;
   /** Holds the voice READY back by `ms` on every voice handshake (0 turns it off). */
   delayVoiceHandshake(ms: number): void;
+  readonly dave: DaveFaults;
 }
 
 /** The running emulator and its driver. */
@@ -197,5 +218,12 @@ export interface DiscordEmulator {
   /** Voice handshakes accepted so far: IDENTIFY (a fresh voice session) and RESUME. */
   readonly voiceHandshakes: { readonly identified: number; readonly resumed: number };
   readonly faults: Faults;
+  /** The DAVE group of the guild's voice session: epoch, members, commits accepted; undefined without DAVE. */
+  daveGroup(
+    guild: Guild,
+  ): { readonly epoch: bigint; members(): string[]; readonly stats: DaveStats } | undefined;
   close(): Promise<void>;
 }
+
+/** Commits accepted and ignored, and key packages rejected, in one DAVE group. */
+export type DaveStats = DaveGroup['stats'];

@@ -15,8 +15,10 @@ import {
   VoiceConnectionStatus,
 } from '@discordjs/voice';
 import { createSpeechResource } from '../audio/resource.ts';
+import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { GenerateResult, Speaker } from '../tts/index.ts';
+import { awaitE2eeReady } from './e2ee-gate.ts';
 
 /** One thing a member asked Herald to say. */
 export interface SpeechRequest {
@@ -65,6 +67,8 @@ export interface GuildSessionOptions {
   readonly connectTimeoutMs?: number;
   /** Rejoins allowed within two minutes before giving up. Default 4. */
   readonly maxRejoins?: number;
+  /** Whether anyone besides Herald sits in its voice channel: then no frame may leave without DAVE's E2EE. */
+  readonly othersPresent?: () => boolean;
 }
 
 interface Utterance {
@@ -89,6 +93,8 @@ const MAX_MISSED_FRAMES = 250;
 const REJOIN_WINDOW_MS = 120_000;
 /** How long a 4014 close waits for the new channel's server update before calling it a kick. */
 const MOVE_GRACE_MS = 5_000;
+/** How long an utterance waits for DAVE's end-to-end encryption (a re-key included) before it is given up. */
+const E2EE_READY_TIMEOUT_MS = 6_000;
 
 /**
  * One server's voice: a connection, a player and a FIFO queue. Plays strictly in request order, synthesising a
@@ -245,6 +251,22 @@ export class GuildSession {
       if (this.#current !== utterance || utterance.abort.signal.aborted) {
         body.destroy();
         return;
+      }
+      // With DAVE negotiated and a member listening, the first frame must leave end-to-end encrypted.
+      const e2ee = await awaitE2eeReady(this.connection, {
+        othersPresent: () => this.#options.othersPresent?.() ?? false,
+        timeoutMs: E2EE_READY_TIMEOUT_MS,
+        signal: utterance.abort.signal,
+      });
+      if (this.#current !== utterance || utterance.abort.signal.aborted) {
+        body.destroy();
+        return;
+      }
+      if (e2ee.kind === 'timed-out') {
+        body.destroy();
+        throw new UserFacingError(
+          'Discord’s end-to-end encryption for this voice call did not get ready in time, so I did not play it. Try again in a moment.',
+        );
       }
       const resource = createSpeechResource(body, {
         format: result.format,
