@@ -47,8 +47,10 @@ export interface DaveGroup {
   readonly epoch: bigint;
   /** The users holding the group now. */
   members(): string[];
-  /** Commits accepted and ignored, and key packages rejected, for tests. */
-  readonly stats: { accepted: number; ignored: number; rejectedKeyPackages: number };
+  /** Commits accepted and ignored, key packages rejected, op 31s received, for tests. */
+  readonly stats: { accepted: number; ignored: number; rejectedKeyPackages: number; invalidations: number };
+  /** True when a group is established, no change is under way and every client holds a leaf. */
+  settled(): boolean;
   readonly faults: DaveGroupFaults;
   /** Forgets everything; sends nothing. */
   close(): void;
@@ -104,7 +106,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
   let nextTransitionId = 1;
   let closed = false;
   const rejectKeyPackage = new Set<string>();
-  const stats = { accepted: 0, ignored: 0, rejectedKeyPackages: 0 };
+  const stats = { accepted: 0, ignored: 0, rejectedKeyPackages: 0, invalidations: 0 };
 
   const established = (): boolean => epoch > 0n;
   const holders = (): string[] => leaves.filter((u): u is string => u !== undefined);
@@ -299,6 +301,11 @@ export function createDaveGroup(channelId: string): DaveGroup {
     },
     stats,
     members: holders,
+    settled: () =>
+      established() &&
+      !change &&
+      staleLeaves().length === 0 &&
+      [...clients.values()].every((s) => s.leaf !== undefined),
     join: (client) => {
       if (closed) return;
       const others = [...clients.keys()];
@@ -347,6 +354,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
           maybeExecute();
         }
       } else if (op === DAVE_OP.invalidCommitWelcome) {
+        stats.invalidations += 1;
         reinitialised(state);
         reconcile();
       }

@@ -2,6 +2,7 @@
  * A member in the bot's voice channel, as a DAVE client: a second davey session in the MLS group that answers
  * the gateway as the Discord client does, and decrypts the bot's frames as a member would hear them.
  */
+import { performance } from 'node:perf_hooks';
 import Davey from '@snazzah/davey';
 import { DAVE_OP, type DaveClient } from './dave-group.ts';
 
@@ -18,6 +19,8 @@ export interface DaveListener {
   decrypt(payload: Buffer): DecryptResult;
   /** The MLS epoch the listener holds (0n before it holds a group). */
   epoch(): bigint;
+  /** `performance.now()` when it last processed a welcome (joined a group), if ever. */
+  welcomedAt(): number | undefined;
   close(): void;
 }
 
@@ -45,6 +48,7 @@ export function createDaveListener(
   const session = new Davey.DAVESession(DAVE_VERSION, userId, channelId);
   const recognised = new Set<string>();
   let closed = false;
+  let welcomedAt: number | undefined;
   // A real client answers over the network: never inside the gateway's own call.
   const later = (action: () => void): void => {
     setImmediate(() => {
@@ -81,7 +85,10 @@ export function createDaveListener(
         const transitionId = payload.readUInt16BE(0);
         try {
           if (op === DAVE_OP.announceCommit) session.processCommit(payload.subarray(2));
-          else session.processWelcome(payload.subarray(2));
+          else {
+            session.processWelcome(payload.subarray(2));
+            welcomedAt = performance.now();
+          }
         } catch (error) {
           debug(
             `${userId.slice(-4)} ${op === DAVE_OP.welcome ? 'welcome' : 'commit'} failed: ${String(error)}`,
@@ -124,6 +131,7 @@ export function createDaveListener(
       }
     },
     epoch: () => session.epoch ?? 0n,
+    welcomedAt: () => welcomedAt,
     close: () => {
       closed = true;
       try {

@@ -39,6 +39,8 @@ export interface DaveMedia {
   hear(guildId: string, payload: Buffer): FrameHearing;
   /** The group of the guild's live session, if DAVE runs there. */
   group(guildId: string): DaveGroup | undefined;
+  /** The listener of `userId` in the guild's live session, if any. */
+  listener(guildId: string, userId: string): DaveListener | undefined;
   /** Injects DAVE faults into the guild's session (a rejected key package waits for the next session). */
   faults(guildId: string): DaveFaultTarget;
   close(): void;
@@ -135,6 +137,7 @@ export function createDaveMedia(botUserId: string): DaveMedia {
       return { e2ee, dave: true, listeners };
     },
     group: (guildId) => sessions.get(guildId)?.group,
+    listener: (guildId, userId) => sessions.get(guildId)?.listeners.get(userId),
     faults: (guildId) => ({
       proposeUnknownUser: () => {
         const { session, group } = target(guildId);

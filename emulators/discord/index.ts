@@ -329,6 +329,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       },
     },
     daveGroup: (guild) => dave.group(guild.id),
+    daveListener: (guild, member) => dave.listener(guild.id, member.id),
     close: async () => {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();

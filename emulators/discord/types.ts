@@ -221,7 +221,14 @@ export interface DiscordEmulator {
   /** The DAVE group of the guild's voice session: epoch, members, commits accepted; undefined without DAVE. */
   daveGroup(
     guild: Guild,
-  ): { readonly epoch: bigint; members(): string[]; readonly stats: DaveStats } | undefined;
+  ):
+    | { readonly epoch: bigint; members(): string[]; settled(): boolean; readonly stats: DaveStats }
+    | undefined;
+  /** A member's DAVE listener in the bot's voice session: its epoch and when it was last welcomed. */
+  daveListener(
+    guild: Guild,
+    member: Member,
+  ): { epoch(): bigint; welcomedAt(): number | undefined } | undefined;
   close(): Promise<void>;
 }
 

@@ -23,6 +23,12 @@ export interface E2eeGateOptions {
   readonly timeoutMs: number;
   /** Ask the DAVE session to re-key (op 31 and a new key package) when not ready after this long; default half of `timeoutMs`. */
   readonly rekeyAfterMs?: number;
+  /**
+   * Once the session is ready, how long to wait for a pending transition to execute (op 22, sent when every
+   * member has processed the commit or welcome); a transition the gateway never executes does not block
+   * speech beyond this. Default 1000 ms.
+   */
+  readonly transitionGraceMs?: number;
   readonly signal?: AbortSignal;
 }
 
@@ -48,7 +54,7 @@ export function daveStateOf(connection: VoiceConnection): DaveState | 'waiting' 
   return dave && dave.protocolVersion > 0 ? dave : 'no-dave';
 }
 
-/** True when frames leave end-to-end encrypted: the session is ready and no transition is pending. */
+/** True when the session is ready and no transition is pending: every member holds the keys it encrypts with. */
 export function e2eeReady(dave: DaveState): boolean {
   return dave.session?.ready === true && (dave.pendingTransitions?.size ?? 0) === 0;
 }
@@ -60,7 +66,9 @@ export function e2eeReady(dave: DaveState): boolean {
 export function awaitE2eeReady(connection: VoiceConnection, o: E2eeGateOptions): Promise<E2eeGate> {
   const startedAt = Date.now();
   const rekeyAfterMs = o.rekeyAfterMs ?? o.timeoutMs / 2;
+  const transitionGraceMs = o.transitionGraceMs ?? 1_000;
   let rekeyed = false;
+  let sessionReadySince: number | undefined;
 
   const check = (): E2eeGate | undefined => {
     if (o.signal?.aborted) return { kind: 'aborted' };
@@ -69,6 +77,10 @@ export function awaitE2eeReady(connection: VoiceConnection, o: E2eeGateOptions):
     const elapsed = Date.now() - startedAt;
     if (dave === 'waiting') return elapsed >= o.timeoutMs ? { kind: 'timed-out' } : undefined;
     if (e2eeReady(dave)) return { kind: 'ready' };
+    if (dave.session?.ready) {
+      sessionReadySince ??= Date.now();
+      if (Date.now() - sessionReadySince >= transitionGraceMs) return { kind: 'ready' };
+    } else sessionReadySince = undefined;
     if (!o.othersPresent()) return { kind: 'not-needed', reason: 'alone' };
     if (elapsed >= o.timeoutMs) return { kind: 'timed-out' };
     if (!rekeyed && elapsed >= rekeyAfterMs) {

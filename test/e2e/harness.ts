@@ -12,6 +12,7 @@ import { Events, PermissionFlagsBits } from 'discord.js';
 import {
   type Channel,
   type DiscordEmulator,
+  type DiscordEmulatorOptions,
   type Guild,
   type Member,
   startDiscordEmulator,
@@ -25,6 +26,8 @@ import type { TtsTimeouts } from '../../src/tts/index.ts';
 /** Options of {@link createWorld}. */
 export interface WorldOptions {
   readonly tts?: TtsEmulatorOptions;
+  /** Options of the Discord emulator (e.g. `dave: false` to decline DAVE). */
+  readonly discord?: DiscordEmulatorOptions;
   /** Extra or overriding environment variables for Herald. */
   readonly env?: Record<string, string>;
   /** Voice join deadline (Herald's default is 15 s). */
@@ -72,7 +75,7 @@ export function heraldEnv(
 /** Builds the world and starts Herald in it. */
 export async function createWorld(options: WorldOptions = {}): Promise<World> {
   const [discord, tts] = await Promise.all([
-    startDiscordEmulator(),
+    startDiscordEmulator(options.discord),
     startTtsEmulator({ speed: 8, ...options.tts }),
   ]);
   const guild = discord.createGuild({ name: 'Herald Test Server' });

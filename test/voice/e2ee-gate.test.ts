@@ -90,6 +90,20 @@ describe('awaitE2eeReady', () => {
     expect(outcome).toBe('ready');
   });
 
+  it('does not let a transition the gateway never executes block speech beyond the grace period', async () => {
+    const fake = fakeConnection({
+      dave: { session: { ready: true }, pendingTransitions: new Map([[0xfffd, 1]]) },
+    });
+    let outcome: string | undefined;
+    void awaitE2eeReady(fake.connection, others).then((o) => {
+      outcome = o.kind;
+    });
+    await vi.advanceTimersByTimeAsync(900);
+    expect(outcome).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(200);
+    expect(outcome).toBe('ready');
+  });
+
   it('re-keys once half-way, then gives up at the timeout', async () => {
     const fake = fakeConnection({ dave: { lastTransitionId: 3 } });
     const pending = awaitE2eeReady(fake.connection, others);
