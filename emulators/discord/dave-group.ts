@@ -92,7 +92,7 @@ interface Change {
 }
 
 const debug = (line: string): void => {
-  if (process.env.DAVE_DEBUG) console.log(`dave group: ${line}`);
+  if (process.env.DAVE_DEBUG) console.log(`${performance.now().toFixed(1)} dave group: ${line}`);
 };
 
 /** Creates the group of the media session in `channelId`. */

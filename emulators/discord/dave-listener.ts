@@ -35,7 +35,7 @@ const MEDIA_AUDIO = 0 as Davey.MediaType;
 const DAVE_VERSION = 1;
 
 const debug = (line: string): void => {
-  if (process.env.DAVE_DEBUG) console.log(`dave listener: ${line}`);
+  if (process.env.DAVE_DEBUG) console.log(`${performance.now().toFixed(1)} dave listener: ${line}`);
 };
 
 /** Creates the listener `userId` in `channelId`, hearing `botUserId`. */

@@ -1,6 +1,8 @@
 /**
- * DAVE for every guild's media session: one gateway-side group per bot voice session, and one davey listener
- * per member sitting in the bot's channel. Members joining, moving and leaving change the group mid-stream.
+ * DAVE for every voice channel's call: one gateway-side group per channel with someone in it, and one davey
+ * listener per member sitting there, as on Discord where members hold their group before the bot arrives. The
+ * bot's voice session joins the group of its channel. Members joining, moving and leaving change the group
+ * mid-stream.
  */
 import Davey from '@snazzah/davey';
 import { createDaveGroup, type DaveClient, type DaveGroup } from './dave-group.ts';
@@ -27,26 +29,29 @@ export interface DaveFaultTarget {
 
 /** The emulator's DAVE media layer. */
 export interface DaveMedia {
-  /** The bot's voice session in `guildId` is Ready with DAVE; `bot` sends to its voice websocket. */
+  /** The bot's voice session in `guildId` is Ready with DAVE in `channelId`; `bot` sends to its websocket. */
   start(guildId: string, channelId: string, bot: DaveClient): void;
-  /** The bot's voice session ended (socket closed, left, moved). */
+  /** The bot's voice session in `guildId` ended (socket replaced, left, moved): it leaves its group. */
   stop(guildId: string): void;
-  /** Who (besides the bot) sits in the bot's channel now; `channelId` null when the bot is not in voice. */
-  setPresent(guildId: string, channelId: string | null, userIds: readonly string[]): void;
+  /** Who (besides the bot) sits in voice channel `channelId` now. */
+  setOccupants(channelId: string, userIds: readonly string[]): void;
+  /** The voice channel the bot sits in, in `guildId` (null: none). */
+  setBotChannel(guildId: string, channelId: string | null): void;
   onBinary(guildId: string, op: number, payload: Buffer): void;
   onJson(guildId: string, op: number, d: Record<string, unknown>): void;
   /** Hands a frame (transport-decrypted) to the members present; without DAVE they hear it as it is. */
   hear(guildId: string, payload: Buffer): FrameHearing;
-  /** The group of the guild's live session, if DAVE runs there. */
+  /** The group the bot's voice session in `guildId` belongs to, if DAVE runs there. */
   group(guildId: string): DaveGroup | undefined;
-  /** The listener of `userId` in the guild's live session, if any. */
+  /** The listener of `userId` in that group, if any. */
   listener(guildId: string, userId: string): DaveListener | undefined;
   /** Injects DAVE faults into the guild's session (a rejected key package waits for the next session). */
   faults(guildId: string): DaveFaultTarget;
   close(): void;
 }
 
-interface MediaSession {
+/** One voice channel's call: its members are in the MLS group whether or not the bot is there, as on Discord. */
+interface Call {
   readonly channelId: string;
   readonly group: DaveGroup;
   readonly listeners: Map<string, DaveListener>;
@@ -55,79 +60,107 @@ interface MediaSession {
 const MAGIC_MARKER = 0xfafa;
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 
-/** Creates the DAVE layer for the bot `botUserId`. */
-export function createDaveMedia(botUserId: string): DaveMedia {
-  const sessions = new Map<string, MediaSession>();
+/** Creates the DAVE layer for the bot `botUserId`; with `enabled` false, only occupancy is tracked. */
+export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia {
+  const calls = new Map<string, Call>();
+  const occupants = new Map<string, Set<string>>();
+  const botChannel = new Map<string, string>();
+  /** Guild → the channel whose group holds the bot's DAVE client. */
+  const botCall = new Map<string, string>();
   const rejectOnStart = new Set<string>();
-  const present = new Map<string, { channelId: string | null; userIds: Set<string> }>();
 
-  const addListener = (session: MediaSession, userId: string): void => {
-    const listener = createDaveListener(userId, session.channelId, botUserId, {
-      onBinary: (from, op, payload) => session.group.onBinary(from, op, payload),
-      onJson: (from, op, d) => session.group.onJson(from, op, d),
-    });
-    session.listeners.set(userId, listener);
-    session.group.join(listener.client);
-  };
-
-  const removeListener = (session: MediaSession, userId: string): void => {
-    session.listeners.get(userId)?.close();
-    session.listeners.delete(userId);
-    session.group.leave(userId);
-  };
-
-  const sync = (guildId: string): void => {
-    const session = sessions.get(guildId);
-    if (!session) return;
-    const here = present.get(guildId);
-    const wanted = here?.channelId === session.channelId ? here.userIds : new Set<string>();
-    for (const userId of [...session.listeners.keys()]) {
-      if (!wanted.has(userId)) removeListener(session, userId);
+  const callOf = (channelId: string): Call => {
+    let call = calls.get(channelId);
+    if (!call) {
+      call = { channelId, group: createDaveGroup(channelId), listeners: new Map() };
+      calls.set(channelId, call);
     }
-    for (const userId of wanted) if (!session.listeners.has(userId)) addListener(session, userId);
+    return call;
+  };
+
+  /** Forgets a call nobody is in any more. */
+  const prune = (channelId: string): void => {
+    const call = calls.get(channelId);
+    if (!call || call.listeners.size > 0 || [...botCall.values()].includes(channelId)) return;
+    call.group.close();
+    calls.delete(channelId);
+  };
+
+  const sync = (channelId: string): void => {
+    if (!enabled) return;
+    const wanted = occupants.get(channelId) ?? new Set<string>();
+    const existing = calls.get(channelId);
+    if (!existing && wanted.size === 0) return;
+    const call = callOf(channelId);
+    for (const userId of [...call.listeners.keys()]) {
+      if (wanted.has(userId)) continue;
+      call.listeners.get(userId)?.close();
+      call.listeners.delete(userId);
+      call.group.leave(userId);
+    }
+    for (const userId of wanted) {
+      if (call.listeners.has(userId)) continue;
+      const listener = createDaveListener(userId, channelId, botUserId, {
+        onBinary: (from, op, payload) => call.group.onBinary(from, op, payload),
+        onJson: (from, op, d) => call.group.onJson(from, op, d),
+      });
+      call.listeners.set(userId, listener);
+      call.group.join(listener.client);
+    }
+    prune(channelId);
   };
 
   const stop = (guildId: string): void => {
-    const session = sessions.get(guildId);
-    if (!session) return;
-    sessions.delete(guildId);
-    for (const listener of session.listeners.values()) listener.close();
-    session.group.close();
+    const channelId = botCall.get(guildId);
+    if (channelId === undefined) return;
+    botCall.delete(guildId);
+    calls.get(channelId)?.group.leave(botUserId);
+    prune(channelId);
   };
 
-  const target = (guildId: string): { session: MediaSession | undefined; group: DaveGroup | undefined } => {
-    const session = sessions.get(guildId);
-    return { session, group: session?.group };
+  const current = (guildId: string): Call | undefined => {
+    const channelId = botCall.get(guildId);
+    return channelId === undefined ? undefined : calls.get(channelId);
+  };
+
+  const target = (guildId: string): DaveGroup => {
+    const group = current(guildId)?.group;
+    if (!group) throw new Error('discord emulator: no DAVE session in this guild');
+    return group;
   };
 
   return {
     start: (guildId, channelId, bot) => {
       stop(guildId);
-      const session: MediaSession = { channelId, group: createDaveGroup(channelId), listeners: new Map() };
-      sessions.set(guildId, session);
-      if (rejectOnStart.delete(guildId)) session.group.faults.rejectNextKeyPackage(botUserId);
-      // Members already in the channel were there first (flow B of dave-facts.md): they join the group first.
-      sync(guildId);
-      session.group.join(bot);
+      const call = callOf(channelId);
+      botCall.set(guildId, channelId);
+      if (rejectOnStart.delete(guildId)) call.group.faults.rejectNextKeyPackage(botUserId);
+      call.group.join(bot);
     },
     stop,
-    setPresent: (guildId, channelId, userIds) => {
-      present.set(guildId, { channelId, userIds: new Set(userIds.filter((id) => id !== botUserId)) });
-      sync(guildId);
+    setOccupants: (channelId, userIds) => {
+      occupants.set(channelId, new Set(userIds.filter((id) => id !== botUserId)));
+      sync(channelId);
     },
-    onBinary: (guildId, op, payload) => sessions.get(guildId)?.group.onBinary(botUserId, op, payload),
-    onJson: (guildId, op, d) => sessions.get(guildId)?.group.onJson(botUserId, op, d),
+    setBotChannel: (guildId, channelId) => {
+      if (channelId) botChannel.set(guildId, channelId);
+      else botChannel.delete(guildId);
+    },
+    onBinary: (guildId, op, payload) => current(guildId)?.group.onBinary(botUserId, op, payload),
+    onJson: (guildId, op, d) => current(guildId)?.group.onJson(botUserId, op, d),
     hear: (guildId, payload) => {
-      const session = sessions.get(guildId);
+      const call = current(guildId);
       const e2ee = payload.length >= 2 && payload.readUInt16BE(payload.length - 2) === MAGIC_MARKER;
       const listeners = new Map<string, DecryptResult>();
-      if (!session) {
+      if (!call) {
         // No DAVE on this session: every member's client plays the frame as it arrives.
-        const here = present.get(guildId);
-        for (const userId of here?.userIds ?? []) listeners.set(userId, { ok: true, opus: payload });
+        const channelId = botChannel.get(guildId);
+        for (const userId of (channelId && occupants.get(channelId)) || []) {
+          listeners.set(userId, { ok: true, opus: payload });
+        }
         return { e2ee, dave: false, listeners };
       }
-      for (const [userId, listener] of session.listeners) {
+      for (const [userId, listener] of call.listeners) {
         // Discord clients pass the silence frame through, as the library does.
         listeners.set(
           userId,
@@ -136,28 +169,33 @@ export function createDaveMedia(botUserId: string): DaveMedia {
       }
       return { e2ee, dave: true, listeners };
     },
-    group: (guildId) => sessions.get(guildId)?.group,
-    listener: (guildId, userId) => sessions.get(guildId)?.listeners.get(userId),
+    group: (guildId) => current(guildId)?.group,
+    listener: (guildId, userId) => current(guildId)?.listeners.get(userId),
     faults: (guildId) => ({
       proposeUnknownUser: () => {
-        const { session, group } = target(guildId);
-        if (!session || !group) throw new Error('discord emulator: no DAVE session in this guild');
+        const call = current(guildId);
+        if (!call) throw new Error('discord emulator: no DAVE session in this guild');
         // A key package of a user nobody announced (no op 11), made by a throwaway davey session.
-        const stranger = new Davey.DAVESession(1, '1000000000000000001', session.channelId);
-        group.faults.proposeUnknownUser(botUserId, stranger.getSerializedKeyPackage());
+        const stranger = new Davey.DAVESession(1, '1000000000000000001', call.channelId);
+        call.group.faults.proposeUnknownUser(botUserId, stranger.getSerializedKeyPackage());
         stranger.reset();
       },
-      malformedCommit: () => target(guildId).group?.faults.malformedCommit(botUserId),
-      malformedWelcome: () => target(guildId).group?.faults.malformedWelcome(botUserId),
-      invalidTransition: () => target(guildId).group?.faults.invalidTransition(botUserId),
+      malformedCommit: () => target(guildId).faults.malformedCommit(botUserId),
+      malformedWelcome: () => target(guildId).faults.malformedWelcome(botUserId),
+      invalidTransition: () => target(guildId).faults.invalidTransition(botUserId),
       rejectNextKeyPackage: () => {
-        const { group } = target(guildId);
+        const group = current(guildId)?.group;
         if (group) group.faults.rejectNextKeyPackage(botUserId);
         else rejectOnStart.add(guildId);
       },
     }),
     close: () => {
-      for (const guildId of [...sessions.keys()]) stop(guildId);
+      for (const call of calls.values()) {
+        for (const listener of call.listeners.values()) listener.close();
+        call.group.close();
+      }
+      calls.clear();
+      botCall.clear();
     },
   };
 }

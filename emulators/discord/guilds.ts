@@ -47,11 +47,14 @@ export function createGuilds(ctx: Context) {
   const botConnected = (): boolean => gateway.isReady();
 
   const dispatchVoiceState = (guild: GuildState, member: MemberState, channelId: string | null): void => {
+    const previous = guild.voice.get(member.id);
     if (channelId) guild.voice.set(member.id, channelId);
     else guild.voice.delete(member.id);
-    // Everyone in the bot's channel is a DAVE listener in its media session.
-    const botChannel = guild.voice.get(botUser.id) ?? null;
-    dave.setPresent(guild.id, botChannel, botChannel ? occupants(guild, botChannel) : []);
+    // Every member in a voice channel is a DAVE listener in that channel's call.
+    for (const changed of new Set([previous, channelId])) {
+      if (changed) dave.setOccupants(changed, occupants(guild, changed));
+    }
+    if (member.id === botUser.id) dave.setBotChannel(guild.id, channelId);
     gateway.dispatch(
       'VOICE_STATE_UPDATE',
       voiceStatePayload(guild, member, channelId, voiceSessionOf(member.id), member.id === botUser.id),

@@ -69,7 +69,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   const interactionResponseMs = state.interactionResponseMs;
 
   const daveOffered = o.dave ?? true;
-  const dave = createDaveMedia(botUser.id);
+  const dave = createDaveMedia(botUser.id, daveOffered);
   const voice = await createVoiceServer({
     dave,
     daveOffered: () => daveOffered,
