@@ -252,12 +252,16 @@ export class GuildSession {
         body.destroy();
         return;
       }
-      // With DAVE negotiated and a member listening, the first frame must leave end-to-end encrypted.
+      // With DAVE negotiated and a member listening, the first frame must leave end-to-end encrypted. A stream
+      // error while waiting is kept in utterance.streamError; the listener only keeps it from going uncaught.
+      const ignore = (): void => {};
+      body.on('error', ignore);
       const e2ee = await awaitE2eeReady(this.connection, {
         othersPresent: () => this.#options.othersPresent?.() ?? false,
         timeoutMs: E2EE_READY_TIMEOUT_MS,
         signal: utterance.abort.signal,
       });
+      body.off('error', ignore);
       if (this.#current !== utterance || utterance.abort.signal.aborted) {
         body.destroy();
         return;
