@@ -121,7 +121,7 @@ export class VoiceManager {
     if (channel.full && !permissions?.has(PermissionFlagsBits.MoveMembers)) return { kind: 'channel-full' };
 
     const guildId = channel.guild.id;
-    const session = new GuildSession({
+    const session: GuildSession = new GuildSession({
       guildId,
       channelId: channel.id,
       adapterCreator: channel.guild.voiceAdapterCreator,
@@ -140,6 +140,10 @@ export class VoiceManager {
         ? {}
         : { connectTimeoutMs: this.#options.connectTimeoutMs }),
       onEnd: (reason) => this.#onEnd(channel.guild, session, reason),
+      othersPresent: (): boolean =>
+        channel.guild.voiceStates.cache.some(
+          (state) => state.channelId === session.channelId && state.id !== channel.client.user.id,
+        ),
     });
     this.#sessions.set(guildId, { session, announce });
     return { kind: 'joined', session };

@@ -26,6 +26,7 @@ import type { TtsTimeouts } from '../../src/tts/index.ts';
 /** Options of {@link createWorld}. */
 export interface WorldOptions {
   readonly tts?: TtsEmulatorOptions;
+  /** Options of the Discord emulator (e.g. `dave: false` to decline DAVE). */
   readonly discord?: DiscordEmulatorOptions;
   /** Extra or overriding environment variables for Herald. */
   readonly env?: Record<string, string>;
