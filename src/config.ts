@@ -22,6 +22,15 @@ export interface Config {
   readonly idleTimeoutMs: number;
   /** The budget guard's floor, warning level, alert channel, price, member rate and operators. */
   readonly budget: BudgetConfig;
+  /** The operations endpoint (`/metrics`, `/healthz`, `/readyz`, the status page); off when `port` is undefined. */
+  readonly ops: {
+    /** `METRICS_PORT`; undefined keeps the endpoint off. 0 picks a free port (tests). */
+    readonly port: number | undefined;
+    /** `METRICS_HOST`: the address to bind, loopback by default. */
+    readonly host: string;
+    /** `METRICS_TOKEN`: when set, the status page and `/metrics` ask for it; never logged. */
+    readonly token: string | undefined;
+  };
 }
 
 /** The environment as read: every value a string or absent. */
@@ -70,6 +79,20 @@ export function parseConfig(env: Env): ConfigResult {
     problems.push('IDLE_TIMEOUT_SECONDS must be a number of seconds between 1 and 86400.');
   }
 
+  const metricsPortText = value('METRICS_PORT');
+  const metricsPort = metricsPortText === undefined ? undefined : Number(metricsPortText);
+  if (
+    metricsPort !== undefined &&
+    !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort <= 65_535)
+  ) {
+    problems.push('METRICS_PORT must be a port number (0–65535); leave it unset to keep the endpoint off.');
+  }
+  const metricsToken = value('METRICS_TOKEN');
+  // A short token is guessable, and the logger only scrubs secrets of 8 characters or more.
+  if (metricsToken !== undefined && metricsToken.length < 16) {
+    problems.push('METRICS_TOKEN must be at least 16 characters (e.g. `openssl rand -hex 24`).');
+  }
+
   if (
     problems.length > 0 ||
     !tts.ok ||
@@ -89,13 +112,14 @@ export function parseConfig(env: Env): ConfigResult {
       logLevel,
       idleTimeoutMs: idleSeconds * 1000,
       budget: budget.value,
+      ops: { port: metricsPort, host: value('METRICS_HOST') ?? '127.0.0.1', token: metricsToken },
     },
   };
 }
 
 /** The secrets in a config, for the logger to scrub. */
 export function secretsOf(config: Config): string[] {
-  return [config.discord.token, config.tts.apiKey];
+  return [config.discord.token, config.tts.apiKey, ...(config.ops.token ? [config.ops.token] : [])];
 }
 
 function parseDatabaseUrl(url: string, problems: string[]): string {

@@ -43,7 +43,19 @@ export interface HeraldOptions {
  * how the parts fit together.
  */
 export async function startHerald(config: Config, options: HeraldOptions): Promise<Herald> {
-  const { logger } = options;
+  const client = new Client({
+    // MessageContent is privileged: enable it for the application in the Discord developer portal.
+    intents: [
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildVoiceStates,
+      GatewayIntentBits.GuildMessages,
+      GatewayIntentBits.MessageContent,
+    ],
+    allowedMentions: NO_MENTIONS,
+    ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
+  });
+  // Every line carries the shard; a sharding manager passes each process its shard ids.
+  const logger = options.logger.child({ shard: shardLabel(client.options.shards) });
   logger.debug('voice dependencies', { report: generateDependencyReport() });
 
   const db = openSqlite(config.databasePath);
@@ -56,17 +68,6 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     logger: logger.child({ component: 'tts' }),
     ...(options.ttsDispatcher ? { dispatcher: options.ttsDispatcher } : {}),
     ...(options.ttsTimeouts ? { timeouts: options.ttsTimeouts } : {}),
-  });
-  const client = new Client({
-    // MessageContent is privileged: enable it for the application in the Discord developer portal.
-    intents: [
-      GatewayIntentBits.Guilds,
-      GatewayIntentBits.GuildVoiceStates,
-      GatewayIntentBits.GuildMessages,
-      GatewayIntentBits.MessageContent,
-    ],
-    allowedMentions: NO_MENTIONS,
-    ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
   });
   const budgetLogger = logger.child({ component: 'budget' });
   const budget = createBudgetGuard({
@@ -158,4 +159,11 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       settings.close();
     },
   };
+}
+
+/** The shard(s) this process runs, for log lines: `0` when unsharded. */
+function shardLabel(shards: number | readonly number[] | 'auto' | undefined): string {
+  if (typeof shards === 'number') return String(shards);
+  if (Array.isArray(shards)) return shards.join(',');
+  return '0';
 }
