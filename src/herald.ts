@@ -1,5 +1,5 @@
 import { generateDependencyReport } from '@discordjs/voice';
-import { Client, Events, GatewayIntentBits } from 'discord.js';
+import { type Channel, Client, Events, GatewayIntentBits } from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
 import { createAutoReader } from './autoread/reader.ts';
@@ -12,9 +12,22 @@ import {
   createTtsProbe,
 } from './budget/index.ts';
 import type { Deps } from './command.ts';
-import type { Config } from './config.ts';
+import { type Config, secretsOf } from './config.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
+import {
+  createOpsMetrics,
+  createVoiceWatch,
+  keepRecentProblems,
+  noOpsEvents,
+  type OpsServer,
+  type OpsState,
+  observeBudgetStore,
+  observeGateway,
+  observeGenerate,
+  sqliteProbe,
+  startOpsServer,
+} from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
@@ -23,6 +36,8 @@ import { VoiceManager } from './voice/manager.ts';
 /** A running Herald. */
 export interface Herald {
   readonly client: Client;
+  /** The operations endpoint, when `METRICS_PORT` is set. */
+  readonly ops: OpsServer | undefined;
   /** Leaves every voice channel, logs out, closes storage and the TTS client. */
   stop(): Promise<void>;
 }
@@ -36,6 +51,8 @@ export interface HeraldOptions {
   readonly ttsTimeouts?: TtsTimeouts;
   /** How long a voice join may take before Herald gives up (default 15 s); tests shorten it. */
   readonly voiceConnectTimeoutMs?: number;
+  /** Bound on the TTS check of `/readyz` (default 3 s); tests shorten it. */
+  readonly ttsReadyTimeoutMs?: number;
 }
 
 /**
@@ -54,15 +71,39 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     allowedMentions: NO_MENTIONS,
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
   });
-  // Every line carries the shard; a sharding manager passes each process its shard ids.
-  const logger = options.logger.child({ shard: shardLabel(client.options.shards) });
+  // Every line carries the shard; a sharding manager passes each process its shard ids. The latest warnings and
+  // errors are also kept for the status page.
+  const problems = keepRecentProblems(options.logger.child({ shard: shardLabel(client.options.shards) }), {
+    secrets: secretsOf(config),
+  });
+  const { logger } = problems;
+  // The operations view reads the parts below when it is asked (a scrape, a page), so it may be built first.
+  const opsState: OpsState = {
+    budget: () => budget.status(),
+    sessions: () =>
+      watch.sessions().map((session) => ({
+        guildId: session.guildId,
+        guildName: client.guilds.cache.get(session.guildId)?.name ?? session.guildId,
+        channelName: channelName(client.channels.cache.get(session.channelId ?? '')),
+        queueDepth: session.pending,
+        connection: session.connection.state.status,
+        player: session.player.state.status,
+      })),
+    gatewayConnected: () => gateway.connected(),
+    ledger: (since) => budgetStore.ledger({ since }),
+    recentProblems: problems.recent,
+  };
+  const metrics = config.ops.port === undefined ? undefined : createOpsMetrics(opsState);
+  const events = metrics?.events ?? noOpsEvents;
+  const gateway = observeGateway(client, events);
+  const watch = createVoiceWatch(events);
   logger.debug('voice dependencies', { report: generateDependencyReport() });
 
   const db = openSqlite(config.databasePath);
   const settings = createSqliteSettingsStore(db);
   // Auto-read keeps its tables in the same database; settings.close() closes it for both.
   const autoread = createSqliteAutoReadStore(db);
-  const budgetStore = createSqliteBudgetStore(db);
+  const budgetStore = observeBudgetStore(createSqliteBudgetStore(db), events);
   const tts = createTtsClient({
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
@@ -94,9 +135,15 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     ...(options.voiceConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
-    synthesize: budgetedSynthesize(budget, (request, signal) =>
-      tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
+    synthesize: budgetedSynthesize(
+      budget,
+      observeGenerate(
+        (request, signal) => tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
+        events,
+      ),
     ),
+    // Sessions are watched only when someone can look: with the endpoint off, voice runs exactly as without it.
+    ...(metrics ? { observer: watch.observer } : {}),
   });
   const deps: Deps = {
     tts,
@@ -114,7 +161,23 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
 
   const reader = createAutoReader({
     store: autoread,
-    voice,
+    // The same sessions, with auto-read's utterances marked so the metrics tell them from /speak.
+    voice: {
+      get: (guildId) => {
+        const session = voice.get(guildId);
+        if (!session) return undefined;
+        return {
+          get channelId() {
+            return session.channelId;
+          },
+          enqueue: (request) => {
+            watch.markAutoread(request);
+            return session.enqueue(request);
+          },
+          withdraw: (key) => session.withdraw(key),
+        };
+      },
+    },
     settings,
     tts,
     defaultSpeaker: config.tts.defaultSpeaker,
@@ -147,12 +210,37 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     logger.info('logged in', { user: ready.user.tag, guilds: ready.guilds.cache.size }),
   );
 
+  // Up before the login, so /healthz answers while the gateway connects (and /readyz says it is not yet ready).
+  const ops =
+    metrics && config.ops.port !== undefined
+      ? await startOpsServer({
+          port: config.ops.port,
+          host: config.ops.host,
+          token: config.ops.token,
+          registry: metrics.registry,
+          state: opsState,
+          probes: {
+            gatewayConnected: () => gateway.connected(),
+            database: sqliteProbe(db, config.databasePath),
+            tts: (signal) => tts.listSpeakers({ signal }),
+            budget: () => budget.status(),
+          },
+          secrets: secretsOf(config),
+          logger: logger.child({ component: 'ops' }),
+          ...(options.ttsReadyTimeoutMs === undefined
+            ? {}
+            : { ttsReadyTimeoutMs: options.ttsReadyTimeoutMs }),
+        })
+      : undefined;
+
   // A synchronous tts.speakers() warm-up would delay start-up; the first command fills the cache instead.
   await client.login(config.discord.token);
 
   return {
     client,
+    ops,
     async stop() {
+      await ops?.close();
       voice.destroyAll();
       await client.destroy();
       await tts.close();
@@ -166,4 +254,9 @@ function shardLabel(shards: number | readonly number[] | 'auto' | undefined): st
   if (typeof shards === 'number') return String(shards);
   if (Array.isArray(shards)) return shards.join(',');
   return '0';
+}
+
+/** A channel's name for the status page; '' when it is not cached or has none. */
+function channelName(channel: Channel | undefined): string {
+  return channel && 'name' in channel ? (channel.name ?? '') : '';
 }

@@ -137,7 +137,15 @@ export interface DiscordEmulatorOptions {
   voiceHeartbeatMs?: number;
   /** How long an interaction waits for its initial response before it is unknown; default 3000 ms as Discord. */
   interactionResponseMs?: number;
+  /**
+   * The application's flags (READY and `GET /applications/@me`); default {@link APPLICATION_FLAGS}.messageContent,
+   * the Message Content intent enabled. 0 models an application whose intent was never enabled.
+   */
+  applicationFlags?: number;
 }
+
+/** Application flags the emulator knows: the Message Content intent (1 << 19; 1 << 18 is its limited form). */
+export const APPLICATION_FLAGS = { messageContent: 1 << 19, messageContentLimited: 1 << 18 } as const;
 
 /** Deliberate misbehaviour of the emulated Discord. */
 export interface Faults {
@@ -153,6 +161,8 @@ export interface Faults {
   refuseVoiceJoin(on: boolean): void;
   /** Holds the voice READY back by `ms` on every voice handshake (0 turns it off). */
   delayVoiceHandshake(ms: number): void;
+  /** While on, the gateway is down: the bot is told to reconnect and every new gateway connection is refused. */
+  refuseGateway(on: boolean): void;
 }
 
 /** The running emulator and its driver. */
@@ -289,6 +299,8 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   const token =
     o.token ?? `${Buffer.from(botUser.id).toString('base64url')}.${randomToken(4)}.${randomToken(27)}`;
   const interactionResponseMs = o.interactionResponseMs ?? 3000;
+  const applicationFlags = o.applicationFlags ?? APPLICATION_FLAGS.messageContent;
+  let refuseGateway = false;
 
   const guilds = new Map<string, GuildState>();
   const handles = new Map<string, Guild>();
@@ -407,7 +419,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         guilds: [...guilds.values()]
           .filter((g) => g.botPresent)
           .map((g) => ({ id: g.id, unavailable: true })),
-        application: { id: applicationId, flags: 0 },
+        application: { id: applicationId, flags: applicationFlags },
         private_channels: [],
         relationships: [],
         presences: [],
@@ -804,7 +816,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         body: {
           id: applicationId,
           name: botUser.name,
-          flags: 0,
+          flags: applicationFlags,
           bot_public: true,
           bot: userPayload(botUser),
         },
@@ -941,7 +953,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       rest.push(call);
     },
     onUpgrade: (request, socket, head) => {
-      if (new URL(request.url ?? '/', 'http://127.0.0.1').pathname === '/gateway') {
+      if (new URL(request.url ?? '/', 'http://127.0.0.1').pathname === '/gateway' && !refuseGateway) {
         gateway.handleUpgrade(request, socket, head);
       } else socket.destroy();
     },
@@ -1465,6 +1477,11 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         refuseVoiceJoin = on;
       },
       delayVoiceHandshake: (ms) => voice.delayHandshake(ms),
+      refuseGateway: (on) => {
+        refuseGateway = on;
+        // Op 7 makes the bot drop its connection; the refused upgrades keep it from coming back.
+        if (on) gateway.reconnect();
+      },
     },
     close: async () => {
       for (const timer of timers) clearTimeout(timer);

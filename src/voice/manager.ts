@@ -22,6 +22,11 @@ export interface VoiceManagerOptions {
   readonly logger: Logger;
   readonly idleTimeoutMs: number;
   readonly connectTimeoutMs?: number;
+  /** Told when a session starts and when it ends (the operations view follows sessions through it). */
+  readonly observer?: {
+    started(session: GuildSession): void;
+    ended(session: GuildSession, reason: SessionEnd): void;
+  };
 }
 
 const REQUIRED: readonly [bigint, 'View Channel' | 'Connect' | 'Speak'][] = [
@@ -92,6 +97,7 @@ export class VoiceManager {
       onEnd: (reason) => this.#onEnd(channel.guild, session, reason),
     });
     this.#sessions.set(guildId, { session, announce });
+    this.#options.observer?.started(session);
     return { kind: 'joined', session };
   }
 
@@ -143,6 +149,7 @@ export class VoiceManager {
   }
 
   #onEnd(guild: Guild, session: GuildSession, reason: SessionEnd): void {
+    this.#options.observer?.ended(session, reason);
     const entry = this.#sessions.get(guild.id);
     if (entry?.session !== session) return;
     this.#sessions.delete(guild.id);
