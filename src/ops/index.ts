@@ -1,4 +1,13 @@
 // Operating Herald: metrics, health, the status page and the doctor's checks. The one door into src/ops/.
+
+export {
+  blocksSpeaking,
+  type DoctorCheck,
+  type DoctorContext,
+  doctorLogin,
+  formatDoctorReport,
+  runDoctor,
+} from './doctor.ts';
 export {
   type BudgetStopReason,
   noOpsEvents,
