@@ -1,5 +1,5 @@
 import { generateDependencyReport } from '@discordjs/voice';
-import { type Channel, Client, Events, GatewayIntentBits } from 'discord.js';
+import { Client, Events, GatewayIntentBits } from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
 import { createAutoReader } from './autoread/reader.ts';
@@ -19,6 +19,7 @@ import {
   createOpsMetrics,
   createVoiceWatch,
   keepRecentProblems,
+  logUtterances,
   noOpsEvents,
   type OpsServer,
   type OpsState,
@@ -80,15 +81,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   // The operations view reads the parts below when it is asked (a scrape, a page), so it may be built first.
   const opsState: OpsState = {
     budget: () => budget.status(),
-    sessions: () =>
-      watch.sessions().map((session) => ({
-        guildId: session.guildId,
-        guildName: client.guilds.cache.get(session.guildId)?.name ?? session.guildId,
-        channelName: channelName(client.channels.cache.get(session.channelId ?? '')),
-        queueDepth: session.pending,
-        connection: session.connection.state.status,
-        player: session.player.state.status,
-      })),
+    sessions: () => watch.views(client),
     gatewayConnected: () => gateway.connected(),
     ledger: (since) => budgetStore.ledger({ since }),
     recentProblems: problems.recent,
@@ -129,18 +122,22 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       },
     }),
   });
+  const voiceLogger = logger.child({ component: 'voice' });
   const voice = new VoiceManager({
-    logger: logger.child({ component: 'voice' }),
+    logger: voiceLogger,
     idleTimeoutMs: config.idleTimeoutMs,
     ...(options.voiceConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
-    synthesize: budgetedSynthesize(
-      budget,
-      observeGenerate(
-        (request, signal) => tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
-        events,
+    synthesize: logUtterances(
+      budgetedSynthesize(
+        budget,
+        observeGenerate(
+          (request, signal) => tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
+          events,
+        ),
       ),
+      voiceLogger,
     ),
     // Sessions are watched only when someone can look: with the endpoint off, voice runs exactly as without it.
     ...(metrics ? { observer: watch.observer } : {}),
@@ -162,22 +159,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const reader = createAutoReader({
     store: autoread,
     // The same sessions, with auto-read's utterances marked so the metrics tell them from /speak.
-    voice: {
-      get: (guildId) => {
-        const session = voice.get(guildId);
-        if (!session) return undefined;
-        return {
-          get channelId() {
-            return session.channelId;
-          },
-          enqueue: (request) => {
-            watch.markAutoread(request);
-            return session.enqueue(request);
-          },
-          withdraw: (key) => session.withdraw(key),
-        };
-      },
-    },
+    voice: watch.autoread(voice),
     settings,
     tts,
     defaultSpeaker: config.tts.defaultSpeaker,
@@ -254,9 +236,4 @@ function shardLabel(shards: number | readonly number[] | 'auto' | undefined): st
   if (typeof shards === 'number') return String(shards);
   if (Array.isArray(shards)) return shards.join(',');
   return '0';
-}
-
-/** A channel's name for the status page; '' when it is not cached or has none. */
-function channelName(channel: Channel | undefined): string {
-  return channel && 'name' in channel ? (channel.name ?? '') : '';
 }

@@ -28,6 +28,7 @@ export { createOpsMetrics, type OpsMetrics, TTS_ERROR_CODES } from './metrics.ts
 export {
   createVoiceWatch,
   keepRecentProblems,
+  logUtterances,
   observeBudgetStore,
   observeGateway,
   observeGenerate,

@@ -6,12 +6,13 @@ import {
   VoiceConnectionStatus,
 } from '@discordjs/voice';
 import { type Client, Events, Status } from 'discord.js';
-import { BudgetRefusedError, type BudgetStore } from '../budget/index.ts';
+import type { LiveSession } from '../autoread/reader.ts';
+import { BudgetRefusedError, type BudgetStore, type GuildSynthesize } from '../budget/index.ts';
 import type { LogFields, Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import type { GuildSession, SpeechRequest } from '../voice/session.ts';
 import type { OpsEvents, UtteranceSource } from './events.ts';
-import type { RecentProblem } from './state.ts';
+import type { RecentProblem, SessionView } from './state.ts';
 
 // Observers: each wraps or listens to one part through its public surface and reports OpsEvents, so the parts
 // themselves know nothing of metrics. The composition root applies them.
@@ -87,8 +88,12 @@ export interface VoiceWatch {
     started(session: GuildSession): void;
     ended(session: GuildSession): void;
   };
-  /** Live sessions. */
-  sessions(): readonly GuildSession[];
+  /** The sessions auto-read speaks on, with its utterances marked (see {@link markAutoread}). */
+  autoread(voice: { get(guildId: string): GuildSession | undefined }): {
+    get(guildId: string): LiveSession | undefined;
+  };
+  /** Live sessions as the status page shows them, named from the client's caches. */
+  views(client: Client): SessionView[];
 }
 
 /**
@@ -175,7 +180,59 @@ export function createVoiceWatch(events: OpsEvents): VoiceWatch {
   return {
     markAutoread: (request) => autoread.add(request),
     observer: { started, ended: (session) => live.delete(session) },
-    sessions: () => [...live],
+    autoread: (voice) => ({
+      get: (guildId) => {
+        const session = voice.get(guildId);
+        if (!session) return undefined;
+        return {
+          get channelId() {
+            return session.channelId;
+          },
+          enqueue: (request) => {
+            autoread.add(request);
+            return session.enqueue(request);
+          },
+          withdraw: (key) => session.withdraw(key),
+        };
+      },
+    }),
+    views: (client) =>
+      [...live].map((session) => {
+        const channel = client.channels.cache.get(session.channelId ?? '');
+        return {
+          guildId: session.guildId,
+          guildName: client.guilds.cache.get(session.guildId)?.name ?? session.guildId,
+          channelName: channel && 'name' in channel ? (channel.name ?? '') : '',
+          queueDepth: session.pending,
+          connection: session.connection.state.status,
+          player: session.player.state.status,
+        };
+      }),
+  };
+}
+
+/**
+ * Gives every synthesis an utterance id and logs its course on a child logger carrying the server and that id,
+ * so the TTS request id, the cost and a failure of one utterance can be found together. Never logs the text.
+ */
+export function logUtterances(synthesize: GuildSynthesize, logger: Logger): GuildSynthesize {
+  let next = 1;
+  return async (request, signal, guildId) => {
+    const log = logger.child({ guild: guildId, utterance: `u${next++}` });
+    const started = performance.now();
+    log.debug('utterance synthesis started', { characters: [...request.text].length });
+    try {
+      const result = await synthesize(request, signal, guildId);
+      log.debug('utterance audio arriving', {
+        requestId: result.requestId,
+        costUsd: result.costUsd,
+        ms: Math.round(performance.now() - started),
+      });
+      return result;
+    } catch (error) {
+      log.debug('utterance synthesis failed', { err: error, ms: Math.round(performance.now() - started) });
+      throw error;
+    }
   };
 }
 
