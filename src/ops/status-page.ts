@@ -25,8 +25,9 @@ export interface SpendBucket {
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
-/** Hours in the hourly chart and days in the daily chart. */
+/** Hours in the hourly spend chart. */
 export const HOURS_SHOWN = 24;
+/** Days in the daily spend chart (and how far back the page reads the ledger). */
 export const DAYS_SHOWN = 14;
 
 /** Spend per bucket of `sizeMs` for the `count` buckets ending with the one holding `now`; UTC-aligned. */
