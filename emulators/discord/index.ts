@@ -19,7 +19,7 @@ import { createRestServer } from './rest.ts';
 import { createRoutes } from './routes.ts';
 import { type Context, createState, type MessageRecord } from './state.ts';
 import { trustedTestCertificate } from './tls.ts';
-import type { DiscordEmulator, DiscordEmulatorOptions } from './types.ts';
+import { APPLICATION_FLAGS, type DiscordEmulator, type DiscordEmulatorOptions } from './types.ts';
 import { createVoiceServer } from './voice.ts';
 
 export type { Heard, Hearing, VoiceCapture } from './capture.ts';
@@ -38,6 +38,7 @@ export type {
   Reply,
   SentMessage,
 } from './types.ts';
+export { APPLICATION_FLAGS } from './types.ts';
 export type { CapturedFrame } from './voice.ts';
 
 /** Starts the emulator on loopback (REST + gateway on one port, voice on a TLS port and a UDP port). */
@@ -52,7 +53,9 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     applicationId,
     interactionResponseMs: o.interactionResponseMs ?? 3000,
     applicationOwnerId: o.applicationOwnerId,
+    applicationFlags: o.applicationFlags ?? APPLICATION_FLAGS.messageContent,
   });
+  let refuseGateway = false;
   const { captureOf, notify, waitFor, guildOf, memberOf, channelOf, findChannel } = state;
   const {
     voiceRequests,
@@ -94,7 +97,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         guilds: [...state.guilds.values()]
           .filter((g) => g.botPresent)
           .map((g) => ({ id: g.id, unavailable: true })),
-        application: { id: applicationId, flags: 0 },
+        application: { id: applicationId, flags: state.applicationFlags },
         private_channels: [],
         relationships: [],
         presences: [],
@@ -129,7 +132,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       rest.push(call);
     },
     onUpgrade: (request, socket, head) => {
-      if (new URL(request.url ?? '/', 'http://127.0.0.1').pathname === '/gateway') {
+      if (new URL(request.url ?? '/', 'http://127.0.0.1').pathname === '/gateway' && !refuseGateway) {
         gateway.handleUpgrade(request, socket, head);
       } else socket.destroy();
     },
@@ -321,6 +324,11 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         flags.refuseVoiceJoin = on;
       },
       delayVoiceHandshake: (ms) => voice.delayHandshake(ms),
+      refuseGateway: (on) => {
+        refuseGateway = on;
+        // Op 7 makes the bot drop its connection; the refused upgrades keep it from coming back.
+        if (on) gateway.reconnect();
+      },
       dave: {
         proposeUnknownUser: (guild) => dave.faults(guild.id).proposeUnknownUser(),
         malformedCommit: (guild) => dave.faults(guild.id).malformedCommit(),

@@ -90,7 +90,7 @@ export function createRoutes(ctx: Context, m: Messages, i: Interactions, urls: {
         body: {
           id: applicationId,
           name: botUser.name,
-          flags: 0,
+          flags: ctx.applicationFlags,
           bot_public: true,
           bot: userPayload(botUser),
           ...(ctx.applicationOwnerId === undefined

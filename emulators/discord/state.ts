@@ -61,6 +61,8 @@ export interface Context {
   readonly interactionResponseMs: number;
   /** The application's owner as `GET /applications/@me` reports it; none when undefined. */
   readonly applicationOwnerId: string | undefined;
+  /** The application's flags, as READY and `GET /applications/@me` report them. */
+  readonly applicationFlags: number;
   readonly guilds: Map<string, GuildState>;
   readonly handles: Map<string, Guild>;
   readonly captures: Map<string, CaptureSink>;
@@ -99,6 +101,7 @@ export function createState(o: {
   applicationId: string;
   interactionResponseMs: number;
   applicationOwnerId?: string | undefined;
+  applicationFlags: number;
 }): State {
   const { botUser } = o;
   const guilds = new Map<string, GuildState>();
@@ -192,6 +195,7 @@ export function createState(o: {
     applicationId: o.applicationId,
     interactionResponseMs: o.interactionResponseMs,
     applicationOwnerId: o.applicationOwnerId,
+    applicationFlags: o.applicationFlags,
     guilds,
     handles,
     captures,

@@ -107,11 +107,19 @@ export interface DiscordEmulatorOptions {
   /** The application's owner (`GET /applications/@me` → `owner`): a user id; default none reported. */
   applicationOwnerId?: string;
   /**
+   * The application's flags (READY and `GET /applications/@me`); default {@link APPLICATION_FLAGS}.messageContent,
+   * the Message Content intent enabled. 0 models an application whose intent was never enabled.
+   */
+  applicationFlags?: number;
+  /**
    * Offer DAVE (E2EE) v1 to clients announcing it, as Discord does: default true. False declines it
    * (`dave_protocol_version: 0`): transport encryption only.
    */
   dave?: boolean;
 }
+
+/** Application flags the emulator knows: the Message Content intent (1 << 19; 1 << 18 is its limited form). */
+export const APPLICATION_FLAGS = { messageContent: 1 << 19, messageContentLimited: 1 << 18 } as const;
 
 /** DAVE faults, each injected once into a guild's voice session (see dave-group.ts). */
 export interface DaveFaults {
@@ -141,6 +149,8 @@ export interface Faults {
   refuseVoiceJoin(on: boolean): void;
   /** Holds the voice READY back by `ms` on every voice handshake (0 turns it off). */
   delayVoiceHandshake(ms: number): void;
+  /** While on, the gateway is down: the bot is told to reconnect and every new gateway connection is refused. */
+  refuseGateway(on: boolean): void;
   readonly dave: DaveFaults;
 }
 

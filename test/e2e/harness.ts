@@ -34,6 +34,8 @@ export interface WorldOptions {
   readonly voiceConnectTimeoutMs?: number;
   /** TTS client timeouts (Herald's defaults are seconds long). */
   readonly ttsTimeouts?: TtsTimeouts;
+  /** Bound on `/readyz`'s TTS check (Herald's default is 3 s). */
+  readonly ttsReadyTimeoutMs?: number;
 }
 
 /** A server with a text channel, a voice channel, an admin and a member, and Herald logged in. */
@@ -108,6 +110,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
     const herald = await startHerald(parsed.value, {
       logger,
       ...(options.ttsTimeouts ? { ttsTimeouts: options.ttsTimeouts } : {}),
+      ...(options.ttsReadyTimeoutMs === undefined ? {} : { ttsReadyTimeoutMs: options.ttsReadyTimeoutMs }),
       ...(options.voiceConnectTimeoutMs === undefined
         ? {}
         : { voiceConnectTimeoutMs: options.voiceConnectTimeoutMs }),
