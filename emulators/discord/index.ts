@@ -232,6 +232,8 @@ export interface DiscordEmulator {
   /** Voice handshakes accepted so far: IDENTIFY (a fresh voice session) and RESUME. */
   readonly voiceHandshakes: { readonly identified: number; readonly resumed: number };
   readonly faults: Faults;
+  /** Calls `listener` after every change the emulator makes or sees (not voice frames); returns the unsubscribe. */
+  subscribe(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -1465,6 +1467,10 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         refuseVoiceJoin = on;
       },
       delayVoiceHandshake: (ms) => voice.delayHandshake(ms),
+    },
+    subscribe: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
     close: async () => {
       for (const timer of timers) clearTimeout(timer);
