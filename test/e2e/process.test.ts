@@ -20,7 +20,7 @@ function run(
   args: string[],
   env: Record<string, string>,
   until?: RegExp,
-): { child: ChildProcess; done: Promise<Run>; seen: Promise<void> } {
+): { child: ChildProcess; done: Promise<Run>; seen: Promise<string> } {
   // A clean environment: nothing from this machine's shell or a developer's .env leaks in.
   const child = spawn(process.execPath, [script, ...args], {
     cwd: mkdtempSync(join(tmpdir(), 'herald-proc-')),
@@ -28,13 +28,13 @@ function run(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  let resolveSeen: () => void = () => {};
-  const seen = new Promise<void>((resolve) => {
+  let resolveSeen: (output: string) => void = () => {};
+  const seen = new Promise<string>((resolve) => {
     resolveSeen = resolve;
   });
   const collect = (chunk: Buffer) => {
     output += chunk.toString();
-    if (until?.test(output)) resolveSeen();
+    if (until?.test(output)) resolveSeen(output);
   };
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
@@ -78,6 +78,29 @@ describe('npm start', () => {
     }
     expect(output).not.toMatch(/\bat .+:\d+:\d+/); // no stack frames
     expect(output).not.toContain(secretKey);
+  });
+
+  it('starts the sandbox when nothing is configured: one line with its address on 127.0.0.1, then the page', async () => {
+    const sandbox = run(INDEX, [], { SANDBOX_PORT: '0' }, /Herald sandbox: open \S+/);
+    const line =
+      /Herald sandbox: open (http:\/\/127\.0\.0\.1:\d+\/) \(a local Discord, a local TTS service/.exec(
+        await sandbox.seen,
+      );
+    expect(line).not.toBeNull();
+    const page = await fetch(line?.[1] ?? '');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<title>Herald sandbox</title>');
+    sandbox.child.kill('SIGTERM');
+    const { code, output } = await sandbox.done;
+    expect(code).toBe(0);
+    expect(output.trim().split('\n')).toHaveLength(1); // the one line, nothing else
+  });
+
+  it('never falls back to the sandbox when some configuration is there', async () => {
+    const { code, output } = await run(INDEX, [], { DISCORD_REST_URL: 'http://127.0.0.1:1/api' }).done;
+    expect(code).toBe(1);
+    expect(output).toMatch(/^Herald cannot start; fix the configuration:/);
+    expect(output).not.toContain('sandbox');
   });
 
   it('logs in, answers, shuts down cleanly on SIGTERM, and never prints the token or the key', async () => {
