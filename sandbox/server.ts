@@ -4,12 +4,8 @@
  * for the page's actions, and a WebSocket that pushes the state and the voice channel's audio.
  */
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { Events } from 'discord.js';
-import { type WebSocket, WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
 import { commands } from '../commands/index.ts';
 import {
   type Channel,
@@ -20,13 +16,14 @@ import {
 import {
   DEFAULT_SPEAKERS,
   type EmulatedSpeaker,
-  type Fault,
   startTtsEmulator,
   type TtsEmulator,
 } from '../emulators/tts/index.ts';
 import { type Env, parseConfig, secretsOf } from '../src/config.ts';
 import { type Herald, startHerald } from '../src/herald.ts';
 import { createLogger } from '../src/log.ts';
+import { type Action, BadRequest, listenForPage } from './http.ts';
+import { createEmulatedServicePanel, createRealServicePanel } from './service.ts';
 import { forwardVoice } from './voice.ts';
 import { createSandboxGuild, createTimelines, type SandboxGuild } from './world.ts';
 
@@ -88,12 +85,6 @@ export const SANDBOX_SPEAKERS: readonly EmulatedSpeaker[] = [
   })),
 ];
 
-const PAGE_DIR = join(import.meta.dirname, 'page');
-const STATIC: Record<string, { file: string; type: string }> = {
-  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
-  '/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
-  '/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
-};
 const START_BALANCE_USD = 10;
 const START_PRICE_USD = 0.0001;
 const SANDBOX_FLOOR_USD = '1';
@@ -115,8 +106,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   ]);
   const world = createSandboxGuild(discord);
   const channels = [...world.textChannels, ...world.voiceChannels];
-  let pricePerCharUsd = START_PRICE_USD;
-  const injected: { label: string; at: number }[] = [];
 
   const heraldEnv: Record<string, string | undefined> = {
     ...pick(env, /^(BUDGET_|TTS_API_FORM$|TTS_DEFAULT_SPEAKER$|IDLE_TIMEOUT_SECONDS$)/),
@@ -155,6 +144,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     body: JSON.stringify(commandData),
   });
 
+  const service = ttsEmulator
+    ? createEmulatedServicePanel(ttsEmulator, {
+        pricePerCharUsd: START_PRICE_USD,
+        floorUsd: config.budget.floorUsd,
+      })
+    : createRealServicePanel(config.tts.baseUrl, config.budget.floorUsd);
   const sockets = new Set<WebSocket>();
   let lastState = '';
   let stateTimer: NodeJS.Timeout | undefined;
@@ -183,27 +178,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     messages: timelines.view(),
     commands: commandData,
     voice: { connected: discord.voice(world.guild).connected },
-    service: ttsEmulator
-      ? {
-          kind: 'emulated',
-          balanceUsd: ttsEmulator.balanceUsd,
-          pricePerCharUsd,
-          floorUsd: config.budget.floorUsd,
-          speakers: ttsEmulator.speakers.map((s) => ({ id: s.id, name: s.name, toneHz: s.toneHz })),
-          injected,
-          ledger: ttsEmulator.requests
-            .filter((r) => r.path.endsWith('/speech/generate'))
-            .map((r) => ledgerRow(r.body, r.status, r.chargedUsd, r.receivedAt, r.requestId, ttsEmulator))
-            .reverse()
-            .slice(0, 50),
-          chargedUsd: ttsEmulator.totalChargedUsd(),
-        }
-      : {
-          kind: 'real',
-          // The host only: a base URL could carry credentials, and the key never leaves this process.
-          host: safeHost(config.tts.baseUrl),
-          floorUsd: config.budget.floorUsd,
-        },
+    service: service.view(),
   });
   const voiceChannelOf = (memberId: string): string | null => {
     for (const channel of world.voiceChannels) {
@@ -236,7 +211,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     },
   });
 
-  const actions: Record<string, (body: Record<string, unknown>) => Promise<unknown> | unknown> = {
+  const actions: Record<string, Action> = {
     state: () => state(),
     message: (body) => {
       const member = memberById(body.as);
@@ -299,118 +274,45 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return {};
     },
     service: (body) => {
-      if (!ttsEmulator) throw new BadRequest('the real TTS service cannot be changed from here');
-      const usd = Number(body.usd);
-      switch (body.action) {
-        case 'top-up':
-          ttsEmulator.balanceUsd += Number.isFinite(usd) && usd > 0 ? usd : 5;
-          break;
-        case 'drain':
-          ttsEmulator.balanceUsd = 0;
-          break;
-        case 'price':
-          if (!(Number.isFinite(usd) && usd >= 0 && usd <= 1)) throw new BadRequest('price must be 0 to 1');
-          pricePerCharUsd = usd;
-          ttsEmulator.configure({ pricePerCharUsd: usd });
-          break;
-        case 'fault': {
-          const fault = FAULTS[String(body.fault)];
-          if (!fault) throw new BadRequest('unknown fault');
-          ttsEmulator.inject(fault.fault);
-          injected.unshift({ label: fault.label, at: Date.now() });
-          injected.splice(10);
-          break;
-        }
-        default:
-          throw new BadRequest('unknown service action');
-      }
+      service.act(body);
       scheduleState();
       return {};
     },
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      const status = error instanceof BadRequest ? 400 : 500;
-      if (status === 500) logger.error('sandbox request failed', { err: error });
-      if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ error: error instanceof Error ? error.message : String(error) }));
-    });
-  });
-  const allowedHosts = new Set<string>();
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    // Another site's page could reach this port through the browser (DNS rebinding, form posts): only requests
-    // addressed to this server by name, and JSON posts (which browsers never send cross-site unasked), pass.
-    if (!allowedHosts.has(req.headers.host ?? '')) {
-      res.writeHead(403).end('wrong Host');
-      return;
-    }
-    const url = new URL(req.url ?? '/', 'http://sandbox.invalid');
-    const file = STATIC[url.pathname];
-    if (req.method === 'GET' && file) {
-      const body = await readFile(join(PAGE_DIR, file.file));
-      res.writeHead(200, { 'Content-Type': file.type, 'Cache-Control': 'no-store' }).end(body);
-      return;
-    }
-    const action = url.pathname.startsWith('/api/') ? actions[url.pathname.slice(5)] : undefined;
-    if (!action) {
-      res.writeHead(404).end('not found');
-      return;
-    }
-    if (req.method !== 'POST' || !req.headers['content-type']?.startsWith('application/json')) {
-      res.writeHead(405).end('POST JSON');
-      return;
-    }
-    const body = await readJson(req);
-    const result = await action(body);
-    res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(result));
-  };
-  const wss = new WebSocketServer({ noServer: true });
-  server.on('upgrade', (req, socket, head) => {
-    const origin = req.headers.origin;
-    const sameOrigin = origin === undefined || allowedHosts.has(new URL(origin).host);
-    if (req.url !== '/ws' || !allowedHosts.has(req.headers.host ?? '') || !sameOrigin) {
-      socket.destroy();
-      return;
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      sockets.add(ws);
-      ws.on('close', () => sockets.delete(ws));
-      ws.send(JSON.stringify({ type: 'state', state: state() }));
-    });
-  });
-  const host = options.host ?? '127.0.0.1';
+  let page: Awaited<ReturnType<typeof listenForPage>>;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port ?? 3000, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
+    page = await listenForPage({
+      host: options.host ?? '127.0.0.1',
+      port: options.port ?? 3000,
+      actions,
+      logger,
+      onSocket: (socket) => {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+        socket.send(JSON.stringify({ type: 'state', state: state() }));
+      },
     });
   } catch (error) {
     await Promise.all([herald.stop(), discord.close(), ttsEmulator?.close()]);
     throw error;
   }
-  const { port } = server.address() as AddressInfo;
-  const shownHost = host.includes(':') ? `[${host}]` : host;
-  for (const name of [shownHost, 'localhost', '127.0.0.1']) allowedHosts.add(`${name}:${port}`);
 
   // The operator makes #general read aloud, as a first visitor would see it done (Ada's answer is hers only).
   timelines.interaction(
-    channelById(world.textChannels[0]?.id, 'text'),
+    world.general,
     world.admin.id,
     '/autoread channel channel: #general enabled: true',
     discord.slash(
       world.admin,
       'autoread',
-      { channel: world.textChannels[0] as Channel, enabled: true },
-      { subcommand: 'channel', channel: world.textChannels[0] as Channel },
+      { channel: world.general, enabled: true },
+      { subcommand: 'channel', channel: world.general },
     ),
   );
 
   return {
-    url: `http://${shownHost}:${port}/`,
+    url: page.url,
     tts: choice.tts,
     discord,
     ttsEmulator,
@@ -420,56 +322,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       clearTimeout(stateTimer);
       unsubscribe();
       stopVoice();
-      for (const socket of sockets) socket.terminate();
-      wss.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await page.close();
       await herald.stop();
       await Promise.all([discord.close(), ttsEmulator?.close()]);
     },
-  };
-}
-
-/** A refusal of the page's request (400), as opposed to a failure of the sandbox (500). */
-class BadRequest extends Error {}
-
-const FAULTS: Record<string, { label: string; fault: Fault }> = {
-  latency: { label: '3 s latency', fault: { kind: 'delay-headers', ms: 3000 } },
-  '429': { label: '429 rate limited', fault: { kind: 'status', status: 429, retryAfter: '2' } },
-  '503': { label: '503 unavailable', fault: { kind: 'status', status: 503 } },
-  '402': {
-    label: '402 out of credit',
-    fault: {
-      kind: 'status',
-      status: 402,
-      body: { error: { code: 'insufficient_balance', message: 'Insufficient balance' } },
-    },
-  },
-  stall: { label: 'stall mid-stream', fault: { kind: 'stall', afterBytes: 400, ms: 30_000 } },
-  reset: { label: 'connection reset', fault: { kind: 'reset', afterBytes: 400 } },
-};
-
-function ledgerRow(
-  body: unknown,
-  status: number,
-  chargedUsd: number,
-  at: number,
-  requestId: string,
-  tts: TtsEmulator,
-): Record<string, unknown> {
-  const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-  const text = typeof fields.text === 'string' ? fields.text : '';
-  const speaker = tts.speakers.find((s) => s.id === fields.speaker_id);
-  return {
-    at,
-    status,
-    chargedUsd,
-    characters: [...text].length,
-    text: text.length > 60 ? `${text.slice(0, 59)}…` : text,
-    speaker: speaker?.name ?? '',
-    requestId,
   };
 }
 
@@ -505,27 +361,4 @@ function commandLine(
 
 function pick(env: Env, pattern: RegExp): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(env).filter(([name]) => pattern.test(name)));
-}
-
-function safeHost(baseUrl: string): string {
-  try {
-    return new URL(baseUrl).host;
-  } catch {
-    return 'the configured service';
-  }
-}
-
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > 65_536) throw new BadRequest('body too large');
-    chunks.push(chunk as Buffer);
-  }
-  const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new BadRequest('body must be a JSON object');
-  }
-  return parsed as Record<string, unknown>;
 }

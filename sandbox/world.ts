@@ -16,6 +16,8 @@ import type {
 /** The server every sandbox starts with. */
 export interface SandboxGuild {
   readonly guild: Guild;
+  /** The channel Herald reads aloud from the start. */
+  readonly general: Channel;
   readonly textChannels: readonly Channel[];
   readonly voiceChannels: readonly Channel[];
   /** Ada (Manage Server, the operator), Bob (a plain member), Cleo (not in voice). */
@@ -26,7 +28,8 @@ export interface SandboxGuild {
 /** Builds the sandbox server: #general and #random, the Lounge and Gaming voice channels, three members. */
 export function createSandboxGuild(discord: DiscordEmulator): SandboxGuild {
   const guild = discord.createGuild({ name: 'Herald Sandbox' });
-  const textChannels = [guild.addTextChannel('general'), guild.addTextChannel('random')];
+  const general = guild.addTextChannel('general');
+  const textChannels = [general, guild.addTextChannel('random')];
   const lounge = guild.addVoiceChannel('Lounge');
   const voiceChannels = [lounge, guild.addVoiceChannel('Gaming')];
   const admin = guild.addMember({ name: 'Ada Admin', permissions: PermissionFlagsBits.ManageGuild });
@@ -36,6 +39,7 @@ export function createSandboxGuild(discord: DiscordEmulator): SandboxGuild {
   guild.joinVoice(member, lounge);
   return {
     guild,
+    general,
     textChannels,
     voiceChannels,
     admin,
