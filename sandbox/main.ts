@@ -6,7 +6,8 @@
 import 'dotenv/config';
 import { startSandbox } from './server.ts';
 
-const port = Number(process.env.SANDBOX_PORT ?? 3000);
+// Blank counts as unset, as in .env.example.
+const port = Number(process.env.SANDBOX_PORT?.trim() || 3000);
 if (!Number.isInteger(port) || port < 0 || port > 65_535) {
   console.error('Herald sandbox cannot start: SANDBOX_PORT must be a port number (0 picks a free one).');
   process.exit(1);
