@@ -618,6 +618,8 @@ function meter() {
   const fill = $('meter-fill');
   fill.style.width = `${Math.min(100, rms * 400)}%`;
   fill.dataset.rms = rms.toFixed(4);
+  // The loudest the analyser has seen: it only sees what the audio graph really rendered.
+  fill.dataset.peak = Math.max(Number(fill.dataset.peak ?? 0), rms).toFixed(4);
   requestAnimationFrame(meter);
 }
 

@@ -100,6 +100,9 @@ describe('the sandbox page', () => {
     expect(utterance.hz).toBeLessThan(BELLA + 5);
     expect(Math.abs(utterance.ms - expectedDurationMs('hello'))).toBeLessThan(45);
     await page.waitForSelector('#herald-in-voice');
+    // The level meter's analyser sits in the audio graph before the speakers: it saw the tone being rendered.
+    const peak = Number(await page.locator('#meter-fill').getAttribute('data-peak'));
+    expect(peak).toBeGreaterThan(0.05);
     // The answer was Bob's alone.
     await be('Ada Admin');
     expect(await page.locator('#messages .message', { hasText: 'Speaking now as Bella' }).count()).toBe(0);
