@@ -267,6 +267,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return {};
     },
     move: (body) => {
+      if (body.memberId === discord.botUserId) {
+        // An admin drags Herald (or disconnects it), as Discord's client lets them.
+        world.guild.moveBot(body.channelId === null ? null : channelById(body.channelId, 'voice'));
+        scheduleState();
+        return {};
+      }
       const member = memberById(body.memberId);
       if (body.channelId === null) world.guild.leaveVoice(member);
       else world.guild.joinVoice(member, channelById(body.channelId, 'voice'));

@@ -232,12 +232,16 @@ function markdown(text) {
 
 function renderMembers() {
   const voiceChannels = state.channels.filter((c) => c.type === 'voice');
+  const everyone = [
+    ...state.members,
+    { id: state.bot.id, name: state.bot.name, role: 'app', voiceChannelId: state.bot.voiceChannelId },
+  ];
   $('members').replaceChildren(
-    ...state.members.map((m) =>
+    ...everyone.map((m) =>
       el(
         'tr',
         { 'data-member': m.name },
-        el('td', {}, m.name, m.role === 'admin' ? el('span', { class: 'muted' }, ' admin') : null),
+        el('td', {}, m.name, m.role === 'member' ? null : el('span', { class: 'muted' }, ` ${m.role}`)),
         el(
           'td',
           {},

@@ -158,6 +158,12 @@ describe('the sandbox page', () => {
     const gaming = sandbox.world.voiceChannels.find((channel) => channel.name === 'Gaming');
     const cleo = sandbox.world.members.find((member) => member.name === 'Cleo Away');
     expect(gaming && sandbox.world.guild.voiceMembers(gaming)).toEqual([cleo?.id]);
+    // Dragging Herald there: it follows, and Bob, left in the Lounge, is told he does not hear it.
+    await page.selectOption('[aria-label="Voice channel of Herald"]', { label: '🔊 Gaming' });
+    await page.locator('[data-voice-channel="Gaming"] #herald-in-voice').waitFor();
+    await page.locator('#listen-hint', { hasText: 'You are not in Gaming' }).waitFor();
+    await page.selectOption('[aria-label="Voice channel of Herald"]', { label: '🔊 Lounge' });
+    await page.locator('[data-voice-channel="Lounge"] #herald-in-voice').waitFor();
   });
 
   it('refuses /speak with the budget sentence once the balance is drained below the floor, and charges nothing', async () => {
