@@ -2,7 +2,7 @@
  * The service panel: the emulated TTS account as the page shows and changes it (balance, price, injected faults,
  * the ledger of requests), or, with a real service, only where it is and Herald's floor.
  */
-import type { Fault, TtsEmulator } from '../emulators/tts/index.ts';
+import { expectedDurationMs, type Fault, type TtsEmulator } from '../emulators/tts/index.ts';
 import { BadRequest } from './http.ts';
 
 /** The panel's figures, as sent to the page. */
@@ -28,6 +28,8 @@ export interface LedgerRow {
   readonly status: number;
   readonly chargedUsd: number;
   readonly characters: number;
+  /** How long the emulator's audio for it lasts (it speaks at a fixed rate), to match what the page heard. */
+  readonly audioMs: number;
   readonly text: string;
   readonly speaker: string;
   readonly requestId: string;
@@ -90,6 +92,7 @@ export function createEmulatedServicePanel(
             status: r.status,
             chargedUsd: r.chargedUsd,
             characters: [...text].length,
+            audioMs: expectedDurationMs(text),
             text: text.length > 60 ? `${text.slice(0, 59)}…` : text,
             speaker: tts.speakers.find((s) => s.id === body.speaker_id)?.name ?? '',
             requestId: r.requestId,

@@ -705,12 +705,29 @@ function voiceFor(hz) {
   return nearest && Math.abs(nearest.toneHz - hz) <= Math.max(8, nearest.toneHz * 0.03) ? nearest.name : null;
 }
 
+const matched = new Set();
+
+/** The oldest unmatched generation in the ledger with this voice and (about) this length: what was probably said. */
+function generationFor(voice, durationMs) {
+  const ledger = state?.service.ledger ?? [];
+  for (let i = ledger.length - 1; i >= 0; i--) {
+    const row = ledger[i];
+    if (row.status !== 200 || row.speaker !== voice || matched.has(row.requestId)) continue;
+    if (Math.abs(row.audioMs - durationMs) > 80) continue;
+    matched.add(row.requestId);
+    return row;
+  }
+  return null;
+}
+
 function addToTimeline(at, segment) {
   const voice = voiceFor(segment.hz);
+  const said = voice ? generationFor(voice, segment.durationMs) : null;
   const item = el(
     'li',
     { 'data-hz': segment.hz.toFixed(1), 'data-ms': segment.durationMs.toFixed(0), 'data-voice': voice ?? '' },
     `${new Date(at).toLocaleTimeString()} Herald · ${voice ? `${voice}, ` : ''}${Math.round(segment.hz)} Hz · ${(segment.durationMs / 1000).toFixed(2)} s`,
+    said ? el('div', { class: 'muted' }, `“${said.text}”`) : null,
   );
   $('timeline').prepend(item);
 }

@@ -117,6 +117,7 @@ describe('the sandbox page', () => {
     await page.locator('#messages .message', { hasText: text }).waitFor();
     const utterance = await heard(before + 1);
     expect(utterance.voice).toBe('Bella');
+    expect(await page.locator('#timeline li').first().innerText()).toContain(text);
     const request = sandbox.ttsEmulator?.requests.at(-1);
     const spoken = String((request?.body as { text?: string } | undefined)?.text);
     expect(spoken).toContain(text);
