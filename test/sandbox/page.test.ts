@@ -167,6 +167,25 @@ describe('the sandbox page', () => {
     await page.locator('[data-voice-channel="Lounge"] #herald-in-voice').waitFor();
   });
 
+  it('injects a 503 from the service panel: Herald retries, the ledger shows the uncharged 503 and the paid 200', async () => {
+    const before = await timelineCount();
+    await page.click('[data-fault="503"]');
+    await page.locator('#injected', { hasText: '503' }).waitFor();
+    await slash('speak', { text: 'retry me' });
+    await heard(before + 1);
+    const rows = page.locator('#ledger tr[data-status]');
+    await page.locator('#ledger tr[data-status="503"]').waitFor();
+    const statuses = await rows.evaluateAll((trs) =>
+      trs.slice(0, 2).map((tr) => tr.getAttribute('data-status')),
+    );
+    expect(statuses).toEqual(['200', '503']);
+    const charged = await rows.evaluateAll((trs) =>
+      trs.slice(0, 2).map((tr) => tr.lastElementChild?.textContent),
+    );
+    expect(charged[1]).toBe('$0.00');
+    expect(charged[0]).not.toBe('$0.00');
+  });
+
   it('refuses /speak with the budget sentence once the balance is drained below the floor, and charges nothing', async () => {
     const charged = sandbox.ttsEmulator?.totalChargedUsd();
     await page.click('#drain');
