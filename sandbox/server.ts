@@ -4,6 +4,9 @@
  * for the page's actions, and a WebSocket that pushes the state and the voice channel's audio.
  */
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Events } from 'discord.js';
 import type { WebSocket } from 'ws';
 import { commands } from '../commands/index.ts';
@@ -19,9 +22,11 @@ import {
   startTtsEmulator,
   type TtsEmulator,
 } from '../emulators/tts/index.ts';
+import { createSqliteBudgetStore } from '../src/budget/index.ts';
 import { type Env, parseConfig, secretsOf } from '../src/config.ts';
 import { type Herald, startHerald } from '../src/herald.ts';
 import { createLogger } from '../src/log.ts';
+import { openSqlite } from '../src/storage/sqlite.ts';
 import { type Action, BadRequest, listenForPage } from './http.ts';
 import { createEmulatedServicePanel, createRealServicePanel } from './service.ts';
 import { forwardVoice } from './voice.ts';
@@ -106,6 +111,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   ]);
   const world = createSandboxGuild(discord);
   const channels = [...world.textChannels, ...world.voiceChannels];
+  // A fresh database each time (the emulated server's ids are new each time too), in a file so that the
+  // service panel can read Herald's ledger beside it.
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-sandbox-'));
+  const databasePath = join(dataDir, 'herald.sqlite');
+  const cleanUp = async (): Promise<void> => {
+    await Promise.all([discord.close(), ttsEmulator?.close()]);
+    rmSync(dataDir, { recursive: true, force: true });
+  };
 
   const heraldEnv: Record<string, string | undefined> = {
     ...pick(env, /^(BUDGET_|TTS_API_FORM$|TTS_DEFAULT_SPEAKER$|IDLE_TIMEOUT_SECONDS$)/),
@@ -114,7 +127,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     DISCORD_REST_URL: discord.restUrl,
     TTS_BASE_URL: ttsEmulator?.baseUrl ?? env.TTS_BASE_URL,
     TTS_API_KEY: ttsEmulator?.apiKey ?? env.TTS_API_KEY,
-    DATABASE_URL: ':memory:',
+    DATABASE_URL: `sqlite:${databasePath}`,
     LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
     BOT_OWNER_IDS: world.admin.id,
   };
@@ -122,7 +135,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   if (ttsEmulator) heraldEnv.BUDGET_FLOOR_USD ??= SANDBOX_FLOOR_USD;
   const parsed = parseConfig(heraldEnv);
   if (!parsed.ok) {
-    await Promise.all([discord.close(), ttsEmulator?.close()]);
+    await cleanUp();
     throw new Error(`the sandbox cannot start Herald: ${parsed.problems.join(' ')}`);
   }
   const config = parsed.value;
@@ -133,7 +146,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     herald = await startHerald(config, { logger });
     if (!herald.client.isReady()) await once(herald.client, Events.ClientReady);
   } catch (error) {
-    await Promise.all([discord.close(), ttsEmulator?.close()]);
+    await cleanUp();
     throw error;
   }
   // As `npm run deploy-commands -- --guild` would: the page builds its command forms from the same list.
@@ -149,7 +162,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         pricePerCharUsd: START_PRICE_USD,
         floorUsd: config.budget.floorUsd,
       })
-    : createRealServicePanel(config.tts.baseUrl, config.budget.floorUsd);
+    : createRealServicePanel(
+        config.tts.baseUrl,
+        config.budget.floorUsd,
+        createSqliteBudgetStore(openSqlite(databasePath)),
+      );
   const sockets = new Set<WebSocket>();
   let lastState = '';
   let stateTimer: NodeJS.Timeout | undefined;
@@ -300,7 +317,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       },
     });
   } catch (error) {
-    await Promise.all([herald.stop(), discord.close(), ttsEmulator?.close()]);
+    service.close();
+    await herald.stop();
+    await cleanUp();
     throw error;
   }
 
@@ -329,8 +348,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       unsubscribe();
       stopVoice();
       await page.close();
+      service.close();
       await herald.stop();
-      await Promise.all([discord.close(), ttsEmulator?.close()]);
+      await cleanUp();
     },
   };
 }

@@ -3,6 +3,7 @@
  * the ledger of requests), or, with a real service, only where it is and Herald's floor.
  */
 import { expectedDurationMs, type Fault, type TtsEmulator } from '../emulators/tts/index.ts';
+import type { BudgetStore } from '../src/budget/index.ts';
 import { BadRequest } from './http.ts';
 
 /** The panel's figures, as sent to the page. */
@@ -19,7 +20,23 @@ export type ServiceView =
       /** Generate requests, newest first. */
       readonly ledger: LedgerRow[];
     }
-  | { readonly kind: 'real'; readonly host: string; readonly floorUsd: number };
+  | {
+      readonly kind: 'real';
+      readonly host: string;
+      readonly floorUsd: number;
+      /** The balance as Herald last saw it (`X-Balance-USD`), null before the first generation. */
+      readonly balanceUsd: number | null;
+      /** Why Herald stopped spending, null while it speaks. */
+      readonly blocked: string | null;
+      /** Herald's own ledger, newest first: the real service's charges are known only from its headers. */
+      readonly ledger: {
+        at: number;
+        userId: string;
+        characters: number;
+        costUsd: number | null;
+        balanceAfterUsd: number | null;
+      }[];
+    };
 
 /** One generate request as the emulated service saw it. */
 export interface LedgerRow {
@@ -40,6 +57,7 @@ export interface ServicePanel {
   view(): ServiceView;
   /** Top up, drain, set the price, or inject a fault. @throws BadRequest for a real service or bad input. */
   act(body: Record<string, unknown>): void;
+  close(): void;
 }
 
 /** The faults the page offers, each for the next generate request. */
@@ -126,11 +144,15 @@ export function createEmulatedServicePanel(
           throw new BadRequest('unknown service action');
       }
     },
+    close() {},
   };
 }
 
-/** The panel of a real service: its host only (a base URL could carry credentials; the key never leaves). */
-export function createRealServicePanel(baseUrl: string, floorUsd: number): ServicePanel {
+/**
+ * The panel of a real service: its host only (a base URL could carry credentials; the key never leaves), and
+ * what Herald's budget store knows, read through `ledger` (a second connection to Herald's database).
+ */
+export function createRealServicePanel(baseUrl: string, floorUsd: number, ledger: BudgetStore): ServicePanel {
   let host = 'the configured service';
   try {
     host = new URL(baseUrl).host;
@@ -138,9 +160,30 @@ export function createRealServicePanel(baseUrl: string, floorUsd: number): Servi
     // Herald's config already refused an unparsable URL; the panel just says less.
   }
   return {
-    view: () => ({ kind: 'real', host, floorUsd }),
+    view: () => {
+      const account = ledger.account();
+      return {
+        kind: 'real',
+        host,
+        floorUsd,
+        balanceUsd: account.balanceUsd,
+        blocked: account.blockedReason,
+        ledger: ledger
+          .ledger()
+          .slice(-LEDGER_ROWS)
+          .reverse()
+          .map((row) => ({
+            at: row.at,
+            userId: row.userId,
+            characters: row.characters,
+            costUsd: row.costUsd,
+            balanceAfterUsd: row.balanceAfterUsd,
+          })),
+      };
+    },
     act() {
       throw new BadRequest('the real TTS service cannot be changed from here');
     },
+    close: () => ledger.close(),
   };
 }

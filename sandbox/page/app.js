@@ -278,9 +278,39 @@ function renderService() {
   }
   if (service.kind === 'real') {
     panel.replaceChildren(
-      el('h3', {}, 'TTS service'),
-      el('p', {}, `The real service at ${service.host}: real voices, real money.`),
-      el('p', {}, `Budget guard on; floor ${usd(service.floorUsd)}. /budget show tells the balance.`),
+      el('h3', {}, 'TTS service (real)'),
+      el('p', {}, `The service at ${service.host}: real voices, real money. Herald’s budget guard is on.`),
+      el(
+        'div',
+        { class: 'figures' },
+        el('span', {}, 'Balance'),
+        el(
+          'strong',
+          { id: 'balance' },
+          service.balanceUsd === null ? 'not seen yet' : `${usd(service.balanceUsd)} (as last reported)`,
+        ),
+        el('span', {}, 'Herald’s floor'),
+        el('span', {}, usd(service.floorUsd)),
+        el('span', {}, 'Spending'),
+        el('span', {}, service.blocked === null ? 'allowed' : `stopped (${service.blocked})`),
+      ),
+      el('h3', {}, 'Herald’s ledger (newest first)'),
+      el(
+        'table',
+        { class: 'ledger', id: 'ledger' },
+        el('tr', {}, ...['time', 'who', 'chars', 'cost', 'balance'].map((h) => el('th', {}, h))),
+        ...service.ledger.map((row) =>
+          el(
+            'tr',
+            {},
+            el('td', {}, new Date(row.at).toLocaleTimeString()),
+            el('td', {}, nameOf(row.userId)),
+            el('td', {}, String(row.characters)),
+            el('td', {}, row.costUsd === null ? '?' : usd(row.costUsd)),
+            el('td', {}, row.balanceAfterUsd === null ? '?' : usd(row.balanceAfterUsd)),
+          ),
+        ),
+      ),
     );
     return;
   }

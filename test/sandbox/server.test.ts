@@ -35,7 +35,14 @@ describe('the sandbox with a real TTS service configured', () => {
     expect(sandbox.tts).toBe('real');
     expect(sandbox.ttsEmulator).toBeUndefined();
     const state = JSON.parse((await api('state')).text);
-    expect(state.service).toEqual({ kind: 'real', host: new URL(service.baseUrl).host, floorUsd: 2 });
+    expect(state.service).toEqual({
+      kind: 'real',
+      host: new URL(service.baseUrl).host,
+      floorUsd: 2,
+      balanceUsd: null,
+      blocked: null,
+      ledger: [],
+    });
     const bob = state.members.find((m: { name: string }) => m.name === 'Bob Member');
     const general = state.channels.find((c: { name: string }) => c.name === 'general');
     expect(
@@ -46,6 +53,12 @@ describe('the sandbox with a real TTS service configured', () => {
     expect(service.totalChargedUsd()).toBeGreaterThan(0);
     const after = (await api('state')).text;
     expect(after).toContain('Speaking now as Bella');
+    // Herald's own ledger: the real service's charges are known only from its response headers.
+    const { service: panel } = JSON.parse(after);
+    expect(panel.balanceUsd).toBe(service.balanceUsd);
+    expect(panel.ledger).toEqual([
+      expect.objectContaining({ userId: bob.id, characters: 2, costUsd: service.totalChargedUsd() }),
+    ]);
     expect(after).not.toContain(service.apiKey);
     // The emulated account's controls are not offered for a real one.
     expect((await api('service', { action: 'drain' })).status).toBe(400);
