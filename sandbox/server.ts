@@ -151,11 +151,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   }
   // As `npm run deploy-commands -- --guild` would: the page builds its command forms from the same list.
   const commandData = commands.map((command) => command.data.toJSON());
-  await fetch(`${discord.restUrl}/applications/${discord.applicationId}/guilds/${world.guild.id}/commands`, {
-    method: 'PUT',
-    headers: { Authorization: `Bot ${discord.token}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify(commandData),
-  });
+  const registered = await fetch(
+    `${discord.restUrl}/applications/${discord.applicationId}/guilds/${world.guild.id}/commands`,
+    {
+      method: 'PUT',
+      headers: { Authorization: `Bot ${discord.token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(commandData),
+    },
+  );
+  if (!registered.ok)
+    logger.warn('the sandbox could not register the commands', { status: registered.status });
 
   const service = ttsEmulator
     ? createEmulatedServicePanel(ttsEmulator, {
@@ -205,7 +210,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   };
   const sendState = (): void => {
     stateTimer = undefined;
-    timelines.refresh();
     const text = JSON.stringify({ type: 'state', state: state() });
     if (text === lastState) return;
     lastState = text;

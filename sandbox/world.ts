@@ -98,9 +98,7 @@ export interface Timelines {
   updated(messageId: string, reply: Reply): void;
   /** The bot message with this id, to press buttons on. */
   message(messageId: string): SentMessage | undefined;
-  /** Notices Herald's new channel posts; call on every emulator change. */
-  refresh(): void;
-  /** Everything the page shows, per channel id. */
+  /** Everything the page shows, per channel id (Herald's new channel posts included). */
   view(): Record<string, PageMessage[]>;
 }
 
@@ -176,85 +174,94 @@ export function createTimelines(
       remember(reply);
       onChange();
     },
-    message: (messageId) => botMessages.get(messageId),
-    refresh() {
-      for (const channel of channels) {
-        for (const message of discord.channelMessages(channel)) {
-          botMessages.set(message.id, message);
-          if (knownPosts.has(message.id)) continue;
-          knownPosts.add(message.id);
-          entriesOf(channel).push({ kind: 'posted', at: Date.now(), messageId: message.id });
-        }
-      }
+    message: (messageId) => {
+      refresh();
+      return botMessages.get(messageId);
     },
     view() {
-      const out: Record<string, PageMessage[]> = {};
-      for (const channel of channels) {
-        const posts = new Map(discord.channelMessages(channel).map((m) => [m.id, m]));
-        out[channel.id] = entriesOf(channel).flatMap((entry): PageMessage[] => {
-          if (entry.kind === 'said') {
-            return [
-              {
-                id: entry.message.id,
-                at: entry.at,
-                authorId: entry.authorId,
-                content: entry.message.content,
-                embeds: [],
-                buttons: [],
-                onlyFor: undefined,
-                command: undefined,
-                pending: false,
-              },
-            ];
-          }
-          if (entry.kind === 'posted') {
-            const message = posts.get(entry.messageId);
-            if (!message) return [];
-            return [
-              {
-                id: message.id,
-                at: entry.at,
-                authorId: discord.botUserId,
-                content: message.content,
-                embeds: message.embeds,
-                buttons: buttonsOf(message.components),
-                onlyFor: undefined,
-                command: undefined,
-                pending: false,
-              },
-            ];
-          }
-          {
-            const shown = entry.view ?? entry.reply?.edits.at(-1) ?? entry.reply;
-            const command = { by: entry.by, line: entry.line };
-            if (!shown || !entry.reply) {
-              return [
-                {
-                  id: entry.id,
-                  at: entry.at,
-                  authorId: discord.botUserId,
-                  content: entry.error ?? '',
-                  embeds: [],
-                  buttons: [],
-                  onlyFor: entry.by,
-                  command,
-                  pending: entry.error === undefined,
-                },
-              ];
-            }
-            const first = { ...fromReply(shown, entry.by, entry.at, entry.id), command };
-            // A reply's message id stays the one pressed on, whatever edits and updates came later.
-            const answer = { ...first, id: entry.reply.message.id };
-            const followUps = entry.reply
-              .followUps()
-              .map((followUp) => fromReply(followUp, entry.by, entry.at, followUp.message.id));
-            return [answer, ...followUps];
-          }
-        });
-      }
-      return out;
+      refresh();
+      return view();
     },
   };
+
+  function refresh(): void {
+    for (const channel of channels) {
+      for (const message of discord.channelMessages(channel)) {
+        botMessages.set(message.id, message);
+        if (knownPosts.has(message.id)) continue;
+        knownPosts.add(message.id);
+        entriesOf(channel).push({ kind: 'posted', at: Date.now(), messageId: message.id });
+      }
+    }
+  }
+
+  function view(): Record<string, PageMessage[]> {
+    const out: Record<string, PageMessage[]> = {};
+    for (const channel of channels) {
+      const posts = new Map(discord.channelMessages(channel).map((m) => [m.id, m]));
+      out[channel.id] = entriesOf(channel).flatMap((entry): PageMessage[] => {
+        if (entry.kind === 'said') {
+          return [
+            {
+              id: entry.message.id,
+              at: entry.at,
+              authorId: entry.authorId,
+              content: entry.message.content,
+              embeds: [],
+              buttons: [],
+              onlyFor: undefined,
+              command: undefined,
+              pending: false,
+            },
+          ];
+        }
+        if (entry.kind === 'posted') {
+          const message = posts.get(entry.messageId);
+          if (!message) return [];
+          return [
+            {
+              id: message.id,
+              at: entry.at,
+              authorId: discord.botUserId,
+              content: message.content,
+              embeds: message.embeds,
+              buttons: buttonsOf(message.components),
+              onlyFor: undefined,
+              command: undefined,
+              pending: false,
+            },
+          ];
+        }
+        {
+          const shown = entry.view ?? entry.reply?.edits.at(-1) ?? entry.reply;
+          const command = { by: entry.by, line: entry.line };
+          if (!shown || !entry.reply) {
+            return [
+              {
+                id: entry.id,
+                at: entry.at,
+                authorId: discord.botUserId,
+                content: entry.error ?? '',
+                embeds: [],
+                buttons: [],
+                onlyFor: entry.by,
+                command,
+                pending: entry.error === undefined,
+              },
+            ];
+          }
+          const first = { ...fromReply(shown, entry.by, entry.at, entry.id), command };
+          // A reply's message id stays the one pressed on, whatever edits and updates came later.
+          const answer = { ...first, id: entry.reply.message.id };
+          const followUps = entry.reply
+            .followUps()
+            .map((followUp) => fromReply(followUp, entry.by, entry.at, followUp.message.id));
+          return [answer, ...followUps];
+        }
+      });
+    }
+    return out;
+  }
 }
 
 function buttonsOf(components: Json[]): PageButton[] {

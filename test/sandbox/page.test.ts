@@ -194,6 +194,11 @@ describe('the sandbox page', () => {
     await lastMessage('out of credit');
     await slash('speak', { text: 'hello' });
     await lastMessage('Herald has stopped speaking');
+    // Auto-read, refused too, says so in the channel: a message Herald posts for everyone.
+    await page.fill('#message-input', 'anyone there?');
+    await page.press('#message-input', 'Enter');
+    const notice = await lastMessage('Auto-read could not speak a message');
+    expect(notice).not.toContain('Only visible to you');
     expect(sandbox.ttsEmulator?.totalChargedUsd()).toBe(charged);
     expect(await page.locator('#charged').getAttribute('data-usd')).toBe(String(charged));
   });
