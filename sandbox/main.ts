@@ -37,6 +37,11 @@ try {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 } catch (error) {
-  console.error(`Herald sandbox cannot start: ${error instanceof Error ? error.message : String(error)}`);
+  const inUse = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+  console.error(
+    inUse
+      ? `Herald sandbox cannot start: port ${port} is in use; choose another with SANDBOX_PORT (0 picks a free one).`
+      : `Herald sandbox cannot start: ${error instanceof Error ? error.message : String(error)}`,
+  );
   process.exit(1);
 }

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -94,6 +95,21 @@ describe('npm start', () => {
     const { code, output } = await sandbox.done;
     expect(code).toBe(0);
     expect(output.trim().split('\n')).toHaveLength(1); // the one line, nothing else
+  });
+
+  it('says which variable to change when the sandbox’s port is taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const { code, output } = await run(INDEX, [], { SANDBOX_PORT: String(port) }).done;
+      expect(code).toBe(1);
+      expect(output).toContain(
+        `Herald sandbox cannot start: port ${port} is in use; choose another with SANDBOX_PORT`,
+      );
+    } finally {
+      taken.close();
+    }
   });
 
   it('never falls back to the sandbox when some configuration is there', async () => {
