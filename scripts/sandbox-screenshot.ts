@@ -1,4 +1,4 @@
-// Re-makes docs/sandbox.png, the README's picture of the sandbox: `node scripts/sandbox-screenshot.ts` (needs
+// Re-makes docs/sandbox.png, the README's picture of the sandbox: `npm run sandbox:screenshot` (needs
 // /usr/bin/chromium). Bob speaks, writes in #general, and lists the voices; the picture is taken once heard.
 import { startSandbox } from '../sandbox/server.ts';
 import { openBrowser } from '../test/sandbox/browser.ts';
