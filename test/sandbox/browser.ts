@@ -2,7 +2,7 @@
  * Debian's Chromium driven by playwright-core, kept off the network: a fresh profile, Chromium's own network
  * features off, and every request not addressed to 127.0.0.1 aborted.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -17,8 +17,11 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Launches headless Chromium with a fresh profile; only loopback requests leave the page. */
+/** Launches headless Chromium with a fresh profile; only loopback requests leave the page. @throws without Chromium. */
 export async function openBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`The page tests need Chromium at ${CHROMIUM}: apt-get install chromium (CI does it).`);
+  }
   const profile = mkdtempSync(join(tmpdir(), 'herald-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
