@@ -34,8 +34,10 @@ import {
 } from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
+import { createSqliteVoiceStateStore } from './storage/voice-state.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
 import { VoiceManager } from './voice/manager.ts';
+import { persistSnapshots, recoverSessions } from './voice/recovery.ts';
 
 /** A running Herald. */
 export interface Herald {
@@ -100,6 +102,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   // Auto-read keeps its tables in the same database; settings.close() closes it for both.
   const autoread = createSqliteAutoReadStore(db);
   const budgetStore = observeBudgetStore(createSqliteBudgetStore(db), events);
+  const voiceState = createSqliteVoiceStateStore(db);
   const tts = createTtsClient({
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
@@ -140,6 +143,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
     limits: config.queueLimits,
+    // Each server's voice channel and queue, kept so a restart rejoins and finishes it.
+    onSnapshot: persistSnapshots(voiceState, logger.child({ component: 'voice' })),
     synthesize: logUtterances(budgeted.synthesize, voiceLogger),
     onUnplayed: (result, _request, reason) => budgeted.unplayed(result, reason),
     // Sessions are watched only when someone can look: with the endpoint off, voice runs exactly as without it.
@@ -238,6 +243,16 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   );
   client.on(Events.Error, (error) => logger.error('discord client error', { err: error }));
   client.on(Events.Warn, (message) => logger.warn('discord client warning', { message }));
+  // Once the caches are filled: rejoin the voice channels Herald was in before a restart, and finish their queues.
+  client.once(Events.ClientReady, (ready) => {
+    recoverSessions({
+      store: voiceState,
+      voice,
+      client: ready,
+      speakers: () => tts.speakers(),
+      logger: logger.child({ component: 'voice' }),
+    }).catch((error: unknown) => logger.error('resuming voice sessions failed', { err: error }));
+  });
   client.once(Events.ClientReady, (ready) =>
     logger.info('logged in', { user: ready.user.tag, guilds: ready.guilds.cache.size }),
   );

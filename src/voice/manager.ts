@@ -45,12 +45,25 @@ export interface VoiceManagerOptions {
   ) => void;
   /** When to synthesise the next utterance; one estimate shared by every server by default. */
   readonly pacing?: SynthesisPacing;
+  /**
+   * Told of each server's session as it changes (a join, its queue), at most once per tick, and with null when it
+   * ends for good; a shutdown is not an end for good, so what was saved then is finished after the restart.
+   */
+  readonly onSnapshot?: (guildId: string, snapshot: SessionSnapshot) => void;
   /** Told when a session starts and when it ends (the operations view follows sessions through it). */
   readonly observer?: {
     started(session: GuildSession): void;
     ended(session: GuildSession, reason: SessionEnd): void;
   };
 }
+
+/** A server's voice session as it stands, for saving across a restart; null once it is over for good. */
+export type SessionSnapshot = {
+  readonly channelId: string;
+  readonly announceChannelId: string | null;
+  /** Not yet handed to the player, in order. */
+  readonly queue: readonly SpeechRequest[];
+} | null;
 
 /** Queue bounds when none are configured: `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`. */
 export const DEFAULT_QUEUE_LIMITS: QueueLimits = { perServer: 50, perMember: 10 };
@@ -81,6 +94,7 @@ export class VoiceManager {
   readonly #sessions = new Map<string, { session: GuildSession; announce: SendableChannels | undefined }>();
   readonly #options: VoiceManagerOptions;
   readonly #pacing: SynthesisPacing;
+  readonly #pendingSnapshots = new Set<string>();
 
   constructor(options: VoiceManagerOptions) {
     this.#options = options;
@@ -149,8 +163,10 @@ export class VoiceManager {
         channel.guild.voiceStates.cache.some(
           (state) => state.channelId === session.channelId && state.id !== channel.client.user.id,
         ),
+      onChange: () => this.#snapshotSoon(guildId, session),
     });
     this.#sessions.set(guildId, { session, announce });
+    this.#snapshotSoon(guildId, session);
     this.#options.observer?.started(session);
     return { kind: 'joined', session };
   }
@@ -187,8 +203,19 @@ export class VoiceManager {
     this.leave(guildId, 'removed');
   }
 
-  /** Ends every session (shutdown). */
+  /**
+   * Ends every session (shutdown), saving first what each one still had to say. The utterance playing now was
+   * heard, at least in part, and is not said again; one already paid for and waiting is (the audio cache serves it).
+   */
   destroyAll(): void {
+    for (const [guildId, { session, announce }] of this.#sessions) {
+      if (session.ended || !session.channelId) continue;
+      this.#options.onSnapshot?.(guildId, {
+        channelId: session.channelId,
+        announceChannelId: announce && 'id' in announce ? announce.id : null,
+        queue: session.unheard(),
+      });
+    }
     for (const guildId of [...this.#sessions.keys()]) this.leave(guildId, 'shutdown');
   }
 
@@ -202,11 +229,28 @@ export class VoiceManager {
     if (humans.size === 0) session.end('alone');
   }
 
+  /** Coalesces a session's changes into one snapshot per tick. */
+  #snapshotSoon(guildId: string, session: GuildSession): void {
+    if (!this.#options.onSnapshot || this.#pendingSnapshots.has(guildId)) return;
+    this.#pendingSnapshots.add(guildId);
+    setImmediate(() => {
+      this.#pendingSnapshots.delete(guildId);
+      const entry = this.#sessions.get(guildId);
+      if (entry?.session !== session || session.ended || !session.channelId) return;
+      this.#options.onSnapshot?.(guildId, {
+        channelId: session.channelId,
+        announceChannelId: entry.announce && 'id' in entry.announce ? entry.announce.id : null,
+        queue: session.unheard(),
+      });
+    });
+  }
+
   #onEnd(guild: Guild, session: GuildSession, reason: SessionEnd): void {
     this.#options.observer?.ended(session, reason);
     const entry = this.#sessions.get(guild.id);
     if (entry?.session !== session) return;
     this.#sessions.delete(guild.id);
+    if (reason !== 'shutdown') this.#options.onSnapshot?.(guild.id, null);
     // The channel it ended in: a move may have taken Herald elsewhere since the join.
     const channelName = guild.channels.cache.get(session.channelId ?? '')?.name ?? 'the voice channel';
     const message = END_MESSAGES[reason]?.(channelName);

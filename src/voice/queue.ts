@@ -96,6 +96,8 @@ export interface SpeechQueueOptions {
   readonly onUnplayed?: (result: GenerateResult, request: SpeechRequest, reason: DropReason) => void;
   /** Told when the queue has become empty (nothing playing, nothing waiting). */
   readonly onEmpty?: () => void;
+  /** Told after any change to what is still to be heard ({@link SpeechQueue.unheard}). */
+  readonly onChange?: () => void;
   /** Clock in ms; `performance.now` by default. */
   readonly now?: () => number;
 }
@@ -141,6 +143,16 @@ export class SpeechQueue {
     return sum;
   }
 
+  /**
+   * What is still to be heard, in order: every utterance not yet handed to the player (and, with
+   * `includePlaying`, the one playing now: a graceful shutdown keeps it to say again after the restart).
+   */
+  unheard(options: { includePlaying?: boolean } = {}): SpeechRequest[] {
+    return this.#all()
+      .filter((utterance) => (options.includePlaying || !utterance.playing) && !utterance.dropped)
+      .map((utterance) => utterance.request);
+  }
+
   /** Whether the voice connection can play now, or will within the time a synthesis takes. */
   setCanPlay(canPlay: boolean): void {
     this.#canPlay = canPlay;
@@ -169,6 +181,7 @@ export class SpeechQueue {
       streamError: undefined,
     });
     this.#pump();
+    this.#changed();
     return { kind: 'queued', ahead };
   }
 
@@ -177,6 +190,7 @@ export class SpeechQueue {
     const current = this.#current;
     if (!current) return false;
     this.#dropCurrent('skip');
+    this.#changed();
     return true;
   }
 
@@ -187,11 +201,13 @@ export class SpeechQueue {
       const [utterance] = this.#waiting.splice(index, 1);
       if (utterance) this.#drop(utterance, 'withdrawn');
       this.#schedulePrefetch();
+      this.#changed();
       return true;
     }
     const current = this.#current;
     if (current && !current.playing && current.request.key === key) {
       this.#dropCurrent('withdrawn');
+      this.#changed();
       return true;
     }
     return false;
@@ -203,6 +219,8 @@ export class SpeechQueue {
     clearTimeout(this.#prefetchTimer);
     for (const utterance of this.#waiting.splice(0)) this.#drop(utterance, reason);
     if (this.#current) this.#dropCurrent(reason);
+    // The end of a session is not a change of its queue: a shutdown keeps what was saved, to finish after a restart.
+    if (!this.#closed) this.#changed();
     return dropped;
   }
 
@@ -229,6 +247,15 @@ export class SpeechQueue {
     this.#current = undefined;
     this.#position = undefined;
     this.#pump();
+  }
+
+  #changed(): void {
+    if (this.#closed) return;
+    try {
+      this.#options.onChange?.();
+    } catch (error) {
+      this.#options.logger.error('saving the queue failed', { err: error });
+    }
   }
 
   #all(): Utterance[] {
@@ -282,6 +309,7 @@ export class SpeechQueue {
       }
       utterance.playing = true;
       this.#options.play(utterance, prepared);
+      this.#changed();
     } catch (error) {
       if (!utterance.dropped) utterance.request.onFailure(error);
       // Paid and failed before it was played (e.g. DAVE never got ready): unheard.
@@ -290,6 +318,7 @@ export class SpeechQueue {
         this.#current = undefined;
         this.#pump();
       }
+      this.#changed();
     }
   }
 

@@ -60,6 +60,8 @@ export interface GuildSessionOptions {
   readonly maxRejoins?: number;
   /** Whether anyone besides Herald sits in its voice channel: then no frame may leave without DAVE's E2EE. */
   readonly othersPresent?: () => boolean;
+  /** Told after any change to what is still to be heard (see {@link GuildSession.unheard}). */
+  readonly onChange?: () => void;
 }
 
 /** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
@@ -126,6 +128,7 @@ export class GuildSession {
       },
       stopPlayback: () => this.player.stop(true),
       onEmpty: () => this.#armIdleTimer(),
+      ...(options.onChange ? { onChange: options.onChange } : {}),
       ...(options.onUnplayed ? { onUnplayed: options.onUnplayed } : {}),
     });
     this.connection = joinVoiceChannel({
@@ -158,6 +161,11 @@ export class GuildSession {
   /** Utterances not yet finished, the one playing included. */
   get pending(): number {
     return this.#queue.pending;
+  }
+
+  /** What is still to be heard, in order (not yet handed to the player). */
+  unheard(options: { includePlaying?: boolean } = {}): SpeechRequest[] {
+    return this.#queue.unheard(options);
   }
 
   /** Characters queued and not yet paid for, of one member or of everyone. */

@@ -1,0 +1,144 @@
+import type { Client } from 'discord.js';
+import type { Logger } from '../log.ts';
+import type { PersistedSession, VoiceStateStore } from '../storage/voice-state.ts';
+import type { Speaker } from '../tts/index.ts';
+import type { SessionSnapshot, VoiceManager } from './manager.ts';
+
+/**
+ * Keeps each server's voice session in the store as it changes, so a restart can finish it. Writes of one server
+ * are applied in order; a failed write is logged, never thrown at the voice session.
+ */
+export function persistSnapshots(
+  store: VoiceStateStore,
+  logger: Logger,
+): (guildId: string, snapshot: SessionSnapshot) => void {
+  const chains = new Map<string, Promise<void>>();
+  return (guildId, snapshot) => {
+    const previous = chains.get(guildId) ?? Promise.resolve();
+    const next = previous
+      .then(() =>
+        snapshot === null
+          ? store.remove(guildId)
+          : store.save({
+              guildId,
+              channelId: snapshot.channelId,
+              announceChannelId: snapshot.announceChannelId,
+              queue: snapshot.queue.map((request) => ({
+                text: request.text,
+                speakerId: request.speaker.id,
+                speakerName: request.speaker.name,
+                userId: request.requestedBy.id,
+                userName: request.requestedBy.name,
+                key: request.key ?? null,
+              })),
+            }),
+      )
+      .catch((error: unknown) =>
+        logger.warn('could not save a voice session', { guild: guildId, err: error }),
+      );
+    chains.set(guildId, next);
+    void next.finally(() => {
+      if (chains.get(guildId) === next) chains.delete(guildId);
+    });
+  };
+}
+
+/** Options of {@link recoverSessions}. */
+export interface RecoveryOptions {
+  readonly store: VoiceStateStore;
+  readonly voice: VoiceManager;
+  /** A logged-in client whose guild caches are filled (after `ClientReady`). */
+  readonly client: Client<true>;
+  /** The voices offered now; a saved voice no longer listed is still tried by its id. */
+  readonly speakers: () => Promise<readonly Speaker[]>;
+  readonly logger: Logger;
+}
+
+/** What {@link recoverSessions} did. */
+export interface RecoveryReport {
+  readonly rejoined: number;
+  readonly utterances: number;
+  /** Sessions not resumed: the server, the channel or its listeners are gone. */
+  readonly dropped: number;
+}
+
+/**
+ * After a restart (a deploy, a crash, a shard restart): rejoins each voice channel Herald was in that still has
+ * members, without a word about the interruption, and says what was still queued there, in order. Channels that
+ * emptied (or vanished) are forgotten.
+ */
+export async function recoverSessions(options: RecoveryOptions): Promise<RecoveryReport> {
+  const { store, voice, client, logger } = options;
+  const saved = await store.load();
+  if (saved.length === 0) return { rejoined: 0, utterances: 0, dropped: 0 };
+  let speakers: readonly Speaker[] = [];
+  try {
+    speakers = await options.speakers();
+  } catch (error) {
+    logger.warn('voices unavailable while resuming voice sessions; saved voices are tried by id', {
+      err: error,
+    });
+  }
+  let rejoined = 0;
+  let utterances = 0;
+  let dropped = 0;
+  for (const session of saved) {
+    try {
+      const resumed = resume(session);
+      if (resumed === undefined) {
+        dropped += 1;
+        await store.remove(session.guildId);
+      } else {
+        rejoined += 1;
+        utterances += resumed;
+      }
+    } catch (error) {
+      dropped += 1;
+      logger.error('could not resume a voice session', { guild: session.guildId, err: error });
+    }
+  }
+  logger.info('voice sessions resumed after a restart', { rejoined, utterances, dropped });
+  return { rejoined, utterances, dropped };
+
+  function resume(session: PersistedSession): number | undefined {
+    const guild = client.guilds.cache.get(session.guildId);
+    const channel = guild?.channels.cache.get(session.channelId);
+    if (!guild || !channel?.isVoiceBased()) return undefined;
+    if (!channel.members.some((member) => !member.user.bot)) return undefined;
+    const announce = session.announceChannelId
+      ? guild.channels.cache.get(session.announceChannelId)
+      : undefined;
+    const outcome = voice.join(channel, announce?.isSendable() ? announce : undefined);
+    if (outcome.kind !== 'joined' && outcome.kind !== 'already-here') {
+      logger.warn('could not rejoin a voice channel after a restart', {
+        guild: guild.id,
+        outcome: outcome.kind,
+      });
+      return undefined;
+    }
+    let queued = 0;
+    for (const item of session.queue) {
+      const speaker = speakers.find((candidate) => candidate.id === item.speakerId) ?? {
+        id: item.speakerId,
+        name: item.speakerName,
+        voiceKey: item.speakerId,
+        gender: null,
+        languages: null,
+      };
+      const result = outcome.session.enqueue({
+        text: item.text,
+        speaker,
+        requestedBy: { id: item.userId, name: item.userName },
+        ...(item.key === null ? {} : { key: item.key }),
+        onFailure: (error) =>
+          logger.warn('an utterance queued before the restart could not be spoken', {
+            guild: guild.id,
+            err: error,
+          }),
+      });
+      if (result.kind !== 'queued') break;
+      queued += 1;
+    }
+    return queued;
+  }
+}
