@@ -33,7 +33,7 @@ export interface E2eeGateOptions {
 }
 
 /** What Herald reads of @discordjs/voice's DAVESession wrapper (its `pendingTransitions` is private in the typings). */
-interface DaveState {
+export interface DaveState {
   readonly protocolVersion: number;
   readonly session?: { readonly ready: boolean } | undefined;
   readonly lastTransitionId?: number | undefined;

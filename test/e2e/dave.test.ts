@@ -90,6 +90,26 @@ describe('DAVE with members in the channel', () => {
     guild.leaveVoice(newcomer);
   });
 
+  it('a member moving away mid-utterance: the group shrinks, nobody present loses a frame', async () => {
+    const { discord, guild, lounge, member, admin } = world;
+    const stage = guild.addVoiceChannel('Stage');
+    const capture = discord.voice(guild);
+    capture.clear();
+    await discord.slash(member, 'speak', {
+      text: 'Another longer sentence, so that someone can leave while it plays.',
+    });
+    await capture.untilFrames(15);
+    guild.joinVoice(admin, stage);
+    const { hearing } = await capture.untilSilent();
+    expect(hearing.e2ee).toBe(hearing.sent);
+    expect(hearing.listeners[member.id]).toEqual({ decrypted: hearing.sent, failed: {} });
+    // The one who moved heard every frame while it was there.
+    expect(hearing.listeners[admin.id]?.failed).toEqual({});
+    expect(hearing.listeners[admin.id]?.decrypted).toBeGreaterThanOrEqual(15);
+    expect(hearing.listeners[admin.id]?.decrypted).toBeLessThan(hearing.sent);
+    guild.joinVoice(admin, lounge);
+  });
+
   it('everyone leaves, someone returns, /speak: end-to-end encrypted and decrypted again', async () => {
     const { discord, guild, lounge, member, admin } = world;
     const capture = discord.voice(guild);
