@@ -18,7 +18,7 @@ import { createSpeechResource } from '../audio/resource.ts';
 import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { GenerateResult, Speaker } from '../tts/index.ts';
-import { awaitE2eeReady } from './e2ee-gate.ts';
+import { awaitE2eeReady, guardE2ee } from './e2ee-gate.ts';
 
 /** One thing a member asked Herald to say. */
 export interface SpeechRequest {
@@ -114,6 +114,7 @@ export class GuildSession {
   #pendingRejoinDelayMs = 0;
   #everReady = false;
   #ended: SessionEnd | undefined;
+  #unguard: () => void = () => {};
 
   constructor(options: GuildSessionOptions) {
     this.guildId = options.guildId;
@@ -131,6 +132,11 @@ export class GuildSession {
       daveEncryption: true,
     });
     this.connection.subscribe(this.player);
+    // Mid-utterance, a DAVE re-key pauses the player rather than let frames out without E2EE.
+    this.#unguard = guardE2ee(this.connection, this.player, {
+      othersPresent: () => this.#options.othersPresent?.() ?? false,
+      timeoutMs: E2EE_READY_TIMEOUT_MS,
+    });
     this.connection.on('stateChange', (oldState, newState) => this.#onConnectionState(oldState, newState));
     this.connection.on('error', (error) => this.#logger.warn('voice connection error', { err: error }));
     this.player.on('stateChange', (oldState, newState) => this.#onPlayerState(oldState, newState));
@@ -203,6 +209,7 @@ export class GuildSession {
     clearTimeout(this.#idleTimer);
     clearTimeout(this.#connectTimer);
     this.stop();
+    this.#unguard();
     this.player.removeAllListeners('stateChange');
     if (this.connection.state.status !== VoiceConnectionStatus.Destroyed) this.connection.destroy();
     this.#options.onEnd(reason);

@@ -196,6 +196,26 @@ describe('DAVE faults: the process stays up, the other server speaks, the next u
     await bothSpeak();
   });
 
+  it('a malformed commit in the middle of an utterance: Herald pauses rather than send a frame without E2EE', async () => {
+    const { discord, guild, member, admin } = world;
+    const capture = discord.voice(guild);
+    capture.clear();
+    await discord.slash(member, 'speak', {
+      text: 'A longer sentence, so that the fault lands while it plays.',
+    });
+    await capture.untilFrames(10);
+    discord.faults.dave.malformedCommit(guild);
+    const { hearing } = await capture.untilSilent({ quietMs: 3000 });
+    console.log(
+      `re-key mid-utterance: frames sent ${hearing.sent}, without E2EE ${hearing.plainUnderDave}, ` +
+        `undecryptable ${[admin, member].map((m) => hearing.sent - (hearing.listeners[m.id]?.decrypted ?? 0)).join('/')}`,
+    );
+    expect(hearing.plainUnderDave).toBe(0);
+    for (const who of [admin, member]) {
+      expect(hearing.sent - (hearing.listeners[who.id]?.decrypted ?? 0)).toBeLessThanOrEqual(2);
+    }
+  });
+
   it('a key package the gateway rejects', async () => {
     const { discord, guild, member } = world;
     await discord.slash(member, 'leave');
