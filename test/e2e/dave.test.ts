@@ -46,7 +46,7 @@ describe('DAVE with members in the channel', () => {
     for (let run = 0; run < 20; run += 1) {
       capture.clear();
       await discord.slash(member, 'speak', { text: `Run ${run}.` });
-      const { hearing } = await capture.untilSilent({ quietMs: 300 });
+      const { hearing } = await capture.untilSilent({ quietMs: 150 });
       totals.sent += hearing.sent;
       totals.e2ee += hearing.e2ee;
       totals.plainUnderDave += hearing.plainUnderDave;
