@@ -1,12 +1,19 @@
 /**
- * A local Discord for end-to-end tests: REST, gateway v10, voice gateway v8 over TLS and UDP media, on loopback,
- * good enough for the UNMODIFIED discord.js and @discordjs/voice. Tests drive it like users do (see
- * `startDiscordEmulator`). Facts it rests on: /work/shared/discord-protocol.md.
+ * A local Discord for end-to-end tests: REST, gateway v10, voice gateway v8 over TLS, UDP media and DAVE v1, on
+ * loopback, good enough for the UNMODIFIED discord.js and @discordjs/voice. Tests drive it like users do (see
+ * `startDiscordEmulator`). Facts it rests on: /work/shared/discord-protocol.md and dave-facts.md.
+ *
+ * This file is the one door; the parts, by protocol: `rest.ts` + `routes.ts` (REST), `gateway.ts` (gateway v10),
+ * `interactions.ts` + `messages.ts` (what the bot answers), `guilds.ts` + `model.ts` + `state.ts` (the world and
+ * voice states), `voice.ts` + `rtp.ts` (voice gateway and UDP media), `dave-*.ts` (DAVE: MLS bytes, the
+ * gateway-side group, the davey listeners), `capture.ts` (what members heard).
  *
  * Simplifications, on purpose:
  * - The bot's guild-level permissions are exactly what `setBotPermissions` (or the default) says: @everyone's
  *   are not added for the bot, so a test can take a permission away guild-wide.
- * - One shard; one gateway session at a time; no rate limits. DAVE v1 is offered by default (dave-media.ts); `dave: false` declines it.
+ * - One shard; one gateway session at a time; no rate limits.
+ * - DAVE v1 is offered by default, as Discord requires it; `dave: false` declines it. Members are DAVE clients
+ *   in this process (davey sessions); `DAVE_DEBUG=1` logs the gateway's DAVE messages.
  * - A slash command that was never registered is still delivered (with a made-up id), so tests need not register.
  */
 import { createDaveMedia } from './dave-media.ts';

@@ -1,4 +1,10 @@
-import { NetworkingStatusCode, type VoiceConnection, VoiceConnectionStatus } from '@discordjs/voice';
+import {
+  type AudioPlayer,
+  AudioPlayerStatus,
+  NetworkingStatusCode,
+  type VoiceConnection,
+  VoiceConnectionStatus,
+} from '@discordjs/voice';
 
 /**
  * Whether the first frame of an utterance may leave. @discordjs/voice sends a frame without end-to-end
@@ -26,14 +32,14 @@ export interface E2eeGateOptions {
   /**
    * Once the session is ready, how long to wait for a pending transition to execute (op 22, sent when every
    * member has processed the commit or welcome); a transition the gateway never executes does not block
-   * speech beyond this. Default 1000 ms.
+   * speech beyond this. Default 500 ms.
    */
   readonly transitionGraceMs?: number;
   readonly signal?: AbortSignal;
 }
 
 /** What Herald reads of @discordjs/voice's DAVESession wrapper (its `pendingTransitions` is private in the typings). */
-interface DaveState {
+export interface DaveState {
   readonly protocolVersion: number;
   readonly session?: { readonly ready: boolean } | undefined;
   readonly lastTransitionId?: number | undefined;
@@ -66,7 +72,7 @@ export function e2eeReady(dave: DaveState): boolean {
 export function awaitE2eeReady(connection: VoiceConnection, o: E2eeGateOptions): Promise<E2eeGate> {
   const startedAt = Date.now();
   const rekeyAfterMs = o.rekeyAfterMs ?? o.timeoutMs / 2;
-  const transitionGraceMs = o.transitionGraceMs ?? 1_000;
+  const transitionGraceMs = o.transitionGraceMs ?? 500;
   let rekeyed = false;
   let sessionReadySince: number | undefined;
 
@@ -108,4 +114,77 @@ export function awaitE2eeReady(connection: VoiceConnection, o: E2eeGateOptions):
     connection.on('transitioned', onEvent);
     o.signal?.addEventListener('abort', onEvent);
   });
+}
+
+/** Options of {@link guardE2ee}. */
+export interface E2eeGuardOptions {
+  /** Whether anyone besides Herald is in the voice channel. */
+  readonly othersPresent: () => boolean;
+  /** How long the player may stay paused for DAVE; then the utterance is stopped. */
+  readonly timeoutMs: number;
+}
+
+/** The DAVE session wrapper's events Herald follows: `keyPackage` is emitted whenever it re-initialises. */
+type DaveEmitter = DaveState & {
+  on(event: 'keyPackage', listener: () => void): unknown;
+  off(event: 'keyPackage', listener: () => void): unknown;
+};
+
+/**
+ * Keeps `player` from sending frames without E2EE in the middle of an utterance. The DAVE session re-initialises
+ * (and @discordjs/voice sends plain frames until the group is re-established) after an invalid commit or
+ * welcome or a proposal it could not process; while someone else is in the call the player is then paused (it
+ * sends the silence frames DAVE lets through) until the transition has executed, and stopped after `timeoutMs`.
+ * Returns the function that stops guarding.
+ */
+export function guardE2ee(connection: VoiceConnection, player: AudioPlayer, o: E2eeGuardOptions): () => void {
+  let watched: DaveEmitter | undefined;
+  let pausedAt: number | undefined;
+  let transitionedWhilePaused = false;
+  let poll: NodeJS.Timeout | undefined;
+  const onTransitioned = (): void => {
+    if (pausedAt !== undefined) transitionedWhilePaused = true;
+    evaluate();
+  };
+
+  const evaluate = (): void => {
+    const dave = daveStateOf(connection);
+    const session = typeof dave === 'object' ? (dave as DaveEmitter) : undefined;
+    if (session !== watched) {
+      watched?.off('keyPackage', evaluate);
+      session?.on('keyPackage', evaluate);
+      watched = session;
+    }
+    if (pausedAt === undefined) {
+      const unsafe = session !== undefined && session.session?.ready !== true && o.othersPresent();
+      if (unsafe && player.state.status === AudioPlayerStatus.Playing && player.pause(true)) {
+        pausedAt = Date.now();
+        transitionedWhilePaused = false;
+        poll = setInterval(evaluate, POLL_MS);
+      }
+      return;
+    }
+    // Ready again: davey holds the new group and its transition executed (a transition prepared but never
+    // executed, as a faulty gateway can leave behind, must not keep the player paused).
+    const resumed = session?.session?.ready === true && (e2eeReady(session) || transitionedWhilePaused);
+    const safe = dave === 'no-dave' || resumed || !o.othersPresent();
+    if (!safe && Date.now() - pausedAt < o.timeoutMs) return;
+    // Cleared first: unpausing or stopping emits a state change that calls back into this function.
+    pausedAt = undefined;
+    clearInterval(poll);
+    if (safe) player.unpause();
+    else player.stop(true);
+  };
+
+  connection.on('stateChange', evaluate);
+  connection.on('transitioned', onTransitioned);
+  player.on('stateChange', evaluate);
+  evaluate();
+  return () => {
+    clearInterval(poll);
+    watched?.off('keyPackage', evaluate);
+    connection.off('stateChange', evaluate);
+    connection.off('transitioned', onTransitioned);
+    player.off('stateChange', evaluate);
+  };
 }

@@ -17,7 +17,7 @@ import { createSpeechResource } from '../audio/resource.ts';
 import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
-import { awaitE2eeReady } from './e2ee-gate.ts';
+import { awaitE2eeReady, guardE2ee } from './e2ee-gate.ts';
 import type { SynthesisPacing } from './pacing.ts';
 import {
   type DropReason,
@@ -91,6 +91,7 @@ export class GuildSession {
   #pendingRejoinDelayMs = 0;
   #everReady = false;
   #ended: SessionEnd | undefined;
+  #unguard: () => void = () => {};
 
   constructor(options: GuildSessionOptions) {
     this.guildId = options.guildId;
@@ -140,6 +141,11 @@ export class GuildSession {
       daveEncryption: true,
     });
     this.connection.subscribe(this.player);
+    // Mid-utterance, a DAVE re-key pauses the player rather than let frames out without E2EE.
+    this.#unguard = guardE2ee(this.connection, this.player, {
+      othersPresent: () => this.#options.othersPresent?.() ?? false,
+      timeoutMs: E2EE_READY_TIMEOUT_MS,
+    });
     this.connection.on('stateChange', (oldState, newState) => this.#onConnectionState(oldState, newState));
     this.connection.on('error', (error) => this.#logger.warn('voice connection error', { err: error }));
     this.player.on('stateChange', (oldState, newState) => this.#onPlayerState(oldState, newState));
@@ -204,6 +210,7 @@ export class GuildSession {
     clearTimeout(this.#idleTimer);
     clearTimeout(this.#connectTimer);
     this.#queue.close(reason);
+    this.#unguard();
     this.player.removeAllListeners('stateChange');
     this.player.stop(true);
     if (this.connection.state.status !== VoiceConnectionStatus.Destroyed) this.connection.destroy();

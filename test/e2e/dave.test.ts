@@ -46,7 +46,7 @@ describe('DAVE with members in the channel', () => {
     for (let run = 0; run < 20; run += 1) {
       capture.clear();
       await discord.slash(member, 'speak', { text: `Run ${run}.` });
-      const { hearing } = await capture.untilSilent({ quietMs: 300 });
+      const { hearing } = await capture.untilSilent({ quietMs: 150 });
       totals.sent += hearing.sent;
       totals.e2ee += hearing.e2ee;
       totals.plainUnderDave += hearing.plainUnderDave;
@@ -88,6 +88,26 @@ describe('DAVE with members in the channel', () => {
     expect(afterWelcome.length).toBeGreaterThan(10);
     expect(missed).toBeLessThanOrEqual(2);
     guild.leaveVoice(newcomer);
+  });
+
+  it('a member moving away mid-utterance: the group shrinks, nobody present loses a frame', async () => {
+    const { discord, guild, lounge, member, admin } = world;
+    const stage = guild.addVoiceChannel('Stage');
+    const capture = discord.voice(guild);
+    capture.clear();
+    await discord.slash(member, 'speak', {
+      text: 'Another longer sentence, so that someone can leave while it plays.',
+    });
+    await capture.untilFrames(15);
+    guild.joinVoice(admin, stage);
+    const { hearing } = await capture.untilSilent();
+    expect(hearing.e2ee).toBe(hearing.sent);
+    expect(hearing.listeners[member.id]).toEqual({ decrypted: hearing.sent, failed: {} });
+    // The one who moved heard every frame while it was there.
+    expect(hearing.listeners[admin.id]?.failed).toEqual({});
+    expect(hearing.listeners[admin.id]?.decrypted).toBeGreaterThanOrEqual(15);
+    expect(hearing.listeners[admin.id]?.decrypted).toBeLessThan(hearing.sent);
+    guild.joinVoice(admin, lounge);
   });
 
   it('everyone leaves, someone returns, /speak: end-to-end encrypted and decrypted again', async () => {
@@ -174,6 +194,26 @@ describe('DAVE faults: the process stays up, the other server speaks, the next u
   it('an invalid transition (executed without being prepared; prepared and never executed)', async () => {
     world.discord.faults.dave.invalidTransition(world.guild);
     await bothSpeak();
+  });
+
+  it('a malformed commit in the middle of an utterance: Herald pauses rather than send a frame without E2EE', async () => {
+    const { discord, guild, member, admin } = world;
+    const capture = discord.voice(guild);
+    capture.clear();
+    await discord.slash(member, 'speak', {
+      text: 'A longer sentence, so that the fault lands while it plays.',
+    });
+    await capture.untilFrames(10);
+    discord.faults.dave.malformedCommit(guild);
+    const { hearing } = await capture.untilSilent({ quietMs: 3000 });
+    console.log(
+      `re-key mid-utterance: frames sent ${hearing.sent}, without E2EE ${hearing.plainUnderDave}, ` +
+        `undecryptable ${[admin, member].map((m) => hearing.sent - (hearing.listeners[m.id]?.decrypted ?? 0)).join('/')}`,
+    );
+    expect(hearing.plainUnderDave).toBe(0);
+    for (const who of [admin, member]) {
+      expect(hearing.sent - (hearing.listeners[who.id]?.decrypted ?? 0)).toBeLessThanOrEqual(2);
+    }
   });
 
   it('a key package the gateway rejects', async () => {

@@ -1,7 +1,13 @@
 import { EventEmitter } from 'node:events';
-import { NetworkingStatusCode, type VoiceConnection, VoiceConnectionStatus } from '@discordjs/voice';
+import {
+  type AudioPlayer,
+  AudioPlayerStatus,
+  NetworkingStatusCode,
+  type VoiceConnection,
+  VoiceConnectionStatus,
+} from '@discordjs/voice';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { awaitE2eeReady } from '../../src/voice/e2ee-gate.ts';
+import { awaitE2eeReady, guardE2ee } from '../../src/voice/e2ee-gate.ts';
 
 interface FakeDave {
   protocolVersion: number;
@@ -14,17 +20,17 @@ interface FakeDave {
 /** A VoiceConnection as far as the gate reads it: its status, its networking state and its DAVE session. */
 function fakeConnection(o: { ready?: boolean; dave?: Partial<FakeDave> | null } = {}) {
   const emitter = new EventEmitter();
-  const dave: FakeDave | undefined =
+  const dave: (FakeDave & EventEmitter) | undefined =
     o.dave === null
       ? undefined
-      : {
+      : Object.assign(new EventEmitter(), {
           protocolVersion: 1,
           session: { ready: false },
           lastTransitionId: undefined,
           pendingTransitions: new Map(),
           recoverFromInvalidTransition: vi.fn(),
           ...o.dave,
-        };
+        });
   let ready = o.ready ?? true;
   const connection = Object.defineProperty(emitter, 'state', {
     get: () =>
@@ -98,7 +104,7 @@ describe('awaitE2eeReady', () => {
     void awaitE2eeReady(fake.connection, others).then((o) => {
       outcome = o.kind;
     });
-    await vi.advanceTimersByTimeAsync(900);
+    await vi.advanceTimersByTimeAsync(400);
     expect(outcome).toBeUndefined();
     await vi.advanceTimersByTimeAsync(200);
     expect(outcome).toBe('ready');
@@ -132,5 +138,67 @@ describe('awaitE2eeReady', () => {
     const pending = awaitE2eeReady(fake.connection, { ...others, signal: abort.signal });
     abort.abort();
     expect((await pending).kind).toBe('aborted');
+  });
+});
+
+/** An AudioPlayer as far as the guard drives it. */
+function fakePlayer() {
+  const emitter = new EventEmitter();
+  let status: AudioPlayerStatus = AudioPlayerStatus.Playing;
+  const set = (next: AudioPlayerStatus): boolean => {
+    status = next;
+    emitter.emit('stateChange');
+    return true;
+  };
+  const player = Object.assign(emitter, {
+    pause: vi.fn(() => status === AudioPlayerStatus.Playing && set(AudioPlayerStatus.Paused)),
+    unpause: vi.fn(() => status === AudioPlayerStatus.Paused && set(AudioPlayerStatus.Playing)),
+    stop: vi.fn(() => set(AudioPlayerStatus.Idle)),
+  });
+  Object.defineProperty(player, 'state', { get: () => ({ status }) });
+  return { player: player as unknown as AudioPlayer, status: () => status };
+}
+
+describe('guardE2ee', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('pauses the player when DAVE re-initialises mid-utterance, and resumes after the transition', async () => {
+    const fake = fakeConnection({ dave: { session: { ready: true } } });
+    const { player, status } = fakePlayer();
+    const stop = guardE2ee(fake.connection, player, { othersPresent: () => true, timeoutMs: 6_000 });
+    expect(status()).toBe(AudioPlayerStatus.Playing);
+    if (!fake.dave) throw new Error('no dave');
+    // A re-key: davey is not ready, and the library announces a new key package.
+    fake.dave.session = { ready: false };
+    fake.dave.emit('keyPackage');
+    expect(status()).toBe(AudioPlayerStatus.Paused);
+    fake.dave.session = { ready: true };
+    fake.dave.pendingTransitions.set(4, 1);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(status()).toBe(AudioPlayerStatus.Paused);
+    fake.transition(4);
+    expect(status()).toBe(AudioPlayerStatus.Playing);
+    stop();
+  });
+
+  it('does not pause when nobody else is in the call, and stops a pause that never ends', async () => {
+    const fake = fakeConnection({ dave: { session: { ready: true } } });
+    const { player, status } = fakePlayer();
+    let present = false;
+    guardE2ee(fake.connection, player, { othersPresent: () => present, timeoutMs: 6_000 });
+    if (!fake.dave) throw new Error('no dave');
+    fake.dave.session = { ready: false };
+    fake.dave.emit('keyPackage');
+    expect(status()).toBe(AudioPlayerStatus.Playing);
+    present = true;
+    fake.dave.emit('keyPackage');
+    expect(status()).toBe(AudioPlayerStatus.Paused);
+    await vi.advanceTimersByTimeAsync(6_100);
+    expect(status()).toBe(AudioPlayerStatus.Idle);
   });
 });
