@@ -6,6 +6,7 @@ import type {
 } from 'discord.js';
 import type { AutoReadStore } from './autoread/settings.ts';
 import type { BudgetDeps } from './budget/index.ts';
+import type { CacheStore } from './cache/index.ts';
 import type { Logger } from './log.ts';
 import type { SettingsStore } from './storage/index.ts';
 import type { TtsClient } from './tts/index.ts';
@@ -23,6 +24,12 @@ export interface Deps extends BudgetDeps {
   readonly defaultSpeaker: string | undefined;
   /** Best estimate of what `characters` will cost, when known. */
   readonly estimateCostUsd: (characters: number) => number | undefined;
+  /** The audio cache's per-server choice and savings (`/budget cache`, `/budget show`). */
+  readonly cache: Pick<CacheStore, 'savings' | 'guildEnabled' | 'setGuildEnabled'>;
+  /** False when the operator turned the audio cache off (`AUDIO_CACHE_MB=0`). */
+  readonly cacheEnabled: boolean;
+  /** `AUDIO_CACHE_MAX_CHARS`: longer utterances are never cached. */
+  readonly cacheMaxChars: number;
 }
 
 /** A slash command: its definition (the name is written once, in `data`) and its handlers. */

@@ -1,4 +1,5 @@
 import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
+import { type CacheConfig, parseCacheConfig } from './cache/index.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { isSnowflake } from './snowflake.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
@@ -22,6 +23,8 @@ export interface Config {
   readonly idleTimeoutMs: number;
   /** The budget guard's floor, warning level, alert channel, price, member rate and operators. */
   readonly budget: BudgetConfig;
+  /** The audio cache: size bound, age, longest cached utterance, folder. */
+  readonly cache: CacheConfig;
 }
 
 /** The environment as read: every value a string or absent. */
@@ -62,6 +65,9 @@ export function parseConfig(env: Env): ConfigResult {
 
   const databasePath = parseDatabaseUrl(value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite', problems);
 
+  const cache = parseCacheConfig(env, databasePath);
+  if (!cache.ok) problems.push(...cache.problems);
+
   const logLevel = (value('LOG_LEVEL') ?? 'info').toLowerCase();
   if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}.`);
 
@@ -74,6 +80,7 @@ export function parseConfig(env: Env): ConfigResult {
     problems.length > 0 ||
     !tts.ok ||
     !budget.ok ||
+    !cache.ok ||
     token === undefined ||
     applicationId === undefined ||
     !isLogLevel(logLevel)
@@ -89,6 +96,7 @@ export function parseConfig(env: Env): ConfigResult {
       logLevel,
       idleTimeoutMs: idleSeconds * 1000,
       budget: budget.value,
+      cache: cache.value,
     },
   };
 }

@@ -11,6 +11,7 @@ import {
   createSqliteBudgetStore,
   createTtsProbe,
 } from './budget/index.ts';
+import { createAudioCache, createSqliteCacheStore } from './cache/index.ts';
 import type { Deps } from './command.ts';
 import type { Config } from './config.ts';
 import { createInteractionHandler } from './interactions.ts';
@@ -51,6 +52,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   // Auto-read keeps its tables in the same database; settings.close() closes it for both.
   const autoread = createSqliteAutoReadStore(db);
   const budgetStore = createSqliteBudgetStore(db);
+  const cacheStore = createSqliteCacheStore(db);
   const tts = createTtsClient({
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
@@ -87,14 +89,29 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       },
     }),
   });
+  const audioCache = await createAudioCache({
+    config: config.cache,
+    service: { baseUrl: config.tts.baseUrl, form: config.tts.form },
+    store: cacheStore,
+    estimateUsd: (characters) => budget.estimateUsd(characters),
+    logger: logger.child({ component: 'cache' }),
+  });
   const voice = new VoiceManager({
     logger: logger.child({ component: 'voice' }),
     idleTimeoutMs: config.idleTimeoutMs,
     ...(options.voiceConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
-    synthesize: budgetedSynthesize(budget, (request, signal) =>
-      tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
+    // The cache answers first: a hit never reaches the guard, so it is neither reserved nor charged.
+    synthesize: audioCache.wrap(
+      budgetedSynthesize(budget, (request, signal) =>
+        tts.generate({
+          text: request.text,
+          speakerId: request.speaker.id,
+          ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+          signal,
+        }),
+      ),
     ),
   });
   const deps: Deps = {
@@ -109,6 +126,9 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     budgetProbe: createTtsProbe(tts),
     ownerIds: new Set(config.budget.ownerIds),
     budgetAlertChannelId: config.budget.alertChannelId,
+    cache: cacheStore,
+    cacheEnabled: audioCache.enabled,
+    cacheMaxChars: config.cache.maxChars,
   };
 
   const reader = createAutoReader({
