@@ -3,6 +3,7 @@ import { describeRefusal } from '../src/budget/index.ts';
 import type { Command } from '../src/command.ts';
 import { describeFailure, NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
 import { resolveSpeaker } from '../src/speakers.ts';
+import { compilePronunciations, normaliseSpeech } from '../src/text/normalise.ts';
 import { countCharacters, MAX_TEXT_CHARACTERS } from '../src/tts/index.ts';
 import { describeJoinRefusal, speakerAutocomplete } from './shared.ts';
 
@@ -17,7 +18,15 @@ export const speak = {
     ),
 
   async execute(interaction, deps) {
-    const text = interaction.options.getString('text', true);
+    const [blocked, dictionary] = await Promise.all([
+      deps.members.blocked(interaction.guildId, interaction.user.id),
+      deps.members.dictionary(interaction.guildId),
+    ]);
+    if (blocked) return respondEphemeral(interaction, BLOCKED);
+    // The dictionary applies before the length limit and the cost estimate, as for auto-read.
+    const text = normaliseSpeech(interaction.options.getString('text', true), {
+      pronunciations: compilePronunciations(dictionary),
+    });
     const characters = countCharacters(text.trim());
     if (characters === 0) {
       return respondEphemeral(interaction, 'There is nothing to say: the text is empty.');
@@ -92,6 +101,8 @@ export const speak = {
 
   autocomplete: speakerAutocomplete,
 } satisfies Command;
+
+const BLOCKED = 'An admin of this server has blocked you from having Herald speak for you here.';
 
 function preview(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();

@@ -8,9 +8,12 @@ import type { AutoReadStore } from './autoread/settings.ts';
 import type { BudgetDeps } from './budget/index.ts';
 import type { CacheStore } from './cache/index.ts';
 import type { Logger } from './log.ts';
+import type { MemberStore } from './members/index.ts';
+import type { PreviewFile } from './members/preview.ts';
 import type { SettingsStore } from './storage/index.ts';
-import type { TtsClient } from './tts/index.ts';
+import type { ApiForm, TtsClient } from './tts/index.ts';
 import type { VoiceManager } from './voice/manager.ts';
+import type { SpeechRequest } from './voice/session.ts';
 
 /** Everything a command handler may use, passed explicitly: no globals, no container. */
 export interface Deps extends BudgetDeps {
@@ -30,6 +33,12 @@ export interface Deps extends BudgetDeps {
   readonly cacheEnabled: boolean;
   /** `AUDIO_CACHE_MAX_CHARS`: longer utterances are never cached. */
   readonly cacheMaxChars: number;
+  /** Dictionary, block list, spoken names and temperatures (`/dictionary`, `/block`, `/nickname`, `/voice-tune`). */
+  readonly members: MemberStore;
+  /** `TTS_API_FORM`: the variant form has no temperature. */
+  readonly ttsForm: ApiForm;
+  /** A voice preview as a file to attach (through the cache and the guard), for members not in voice. */
+  readonly renderPreviewFile: (request: SpeechRequest, guildId: string) => Promise<PreviewFile>;
 }
 
 /** A slash command: its definition (the name is written once, in `data`) and its handlers. */

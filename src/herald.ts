@@ -2,7 +2,8 @@ import { generateDependencyReport } from '@discordjs/voice';
 import { Client, Events, GatewayIntentBits } from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
-import { createAutoReader } from './autoread/reader.ts';
+import { createVoiceAutoJoin } from './autoread/auto-join.ts';
+import { createAutoReader, type LiveSession } from './autoread/reader.ts';
 import { createSqliteAutoReadStore } from './autoread/settings.ts';
 import {
   budgetedSynthesize,
@@ -16,6 +17,8 @@ import type { Deps } from './command.ts';
 import type { Config } from './config.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
+import { createSqliteMemberStore, tunedSynthesize } from './members/index.ts';
+import { isPreview, renderPreviewFile } from './members/preview.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
@@ -53,6 +56,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const autoread = createSqliteAutoReadStore(db);
   const budgetStore = createSqliteBudgetStore(db);
   const cacheStore = createSqliteCacheStore(db);
+  const members = createSqliteMemberStore(db);
   const tts = createTtsClient({
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
@@ -94,16 +98,13 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     service: { baseUrl: config.tts.baseUrl, form: config.tts.form },
     store: cacheStore,
     estimateUsd: (characters) => budget.estimateUsd(characters),
+    // A preview is a fixed sentence, not a member's speech: cached even where a server turned caching off.
+    alwaysCache: isPreview,
     logger: logger.child({ component: 'cache' }),
   });
-  const voice = new VoiceManager({
-    logger: logger.child({ component: 'voice' }),
-    idleTimeoutMs: config.idleTimeoutMs,
-    ...(options.voiceConnectTimeoutMs === undefined
-      ? {}
-      : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
-    // The cache answers first: a hit never reaches the guard, so it is neither reserved nor charged.
-    synthesize: audioCache.wrap(
+  // Outermost first: the member's temperature, then the cache (a hit stops here), then the guard and the service.
+  const synthesize = tunedSynthesize(
+    audioCache.wrap(
       budgetedSynthesize(budget, (request, signal) =>
         tts.generate({
           text: request.text,
@@ -113,6 +114,15 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
         }),
       ),
     ),
+    { store: members, form: config.tts.form },
+  );
+  const voice = new VoiceManager({
+    logger: logger.child({ component: 'voice' }),
+    idleTimeoutMs: config.idleTimeoutMs,
+    ...(options.voiceConnectTimeoutMs === undefined
+      ? {}
+      : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
+    synthesize,
   });
   const deps: Deps = {
     tts,
@@ -129,7 +139,26 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     cache: cacheStore,
     cacheEnabled: audioCache.enabled,
     cacheMaxChars: config.cache.maxChars,
+    members,
+    ttsForm: config.tts.form,
+    renderPreviewFile: (request, guildId) => renderPreviewFile(synthesize, request, guildId),
   };
+
+  /** Joins a voice channel by id for auto-join; the session, or undefined when Herald cannot join it. */
+  const joinById = (guildId: string, voiceChannelId: string, announceId: string): LiveSession | undefined => {
+    const guild = client.guilds.cache.get(guildId);
+    const channel = guild?.channels.cache.get(voiceChannelId);
+    if (!channel?.isVoiceBased()) return undefined;
+    const announce = guild?.channels.cache.get(announceId);
+    const outcome = voice.join(channel, announce?.isSendable() ? announce : undefined);
+    return outcome.kind === 'joined' || outcome.kind === 'already-here' ? outcome.session : undefined;
+  };
+  const voiceAutoJoin = createVoiceAutoJoin({
+    store: autoread,
+    voice,
+    join: (guildId, channelId) => joinById(guildId, channelId, channelId),
+    logger: logger.child({ component: 'autoread' }),
+  });
 
   const reader = createAutoReader({
     store: autoread,
@@ -138,6 +167,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     tts,
     defaultSpeaker: config.tts.defaultSpeaker,
     logger: logger.child({ component: 'autoread' }),
+    join: joinById,
+    members,
     notify: (channelId, error) => {
       const channel = client.channels.cache.get(channelId);
       if (!channel?.isSendable()) return;
@@ -150,7 +181,15 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
 
   const onInteraction = createInteractionHandler(commands, deps);
   client.on(Events.InteractionCreate, (interaction) => void onInteraction(interaction));
-  client.on(Events.VoiceStateUpdate, (oldState, newState) => voice.onVoiceStateUpdate(oldState, newState));
+  client.on(Events.VoiceStateUpdate, (oldState, newState) => {
+    voice.onVoiceStateUpdate(oldState, newState);
+    void voiceAutoJoin.onVoiceMove({
+      guildId: newState.guild.id,
+      bot: newState.member?.user.bot ?? newState.id === client.user?.id,
+      oldChannelId: oldState.channelId,
+      newChannelId: newState.channelId,
+    });
+  });
   client.on(Events.ChannelDelete, (channel) => {
     if (!channel.isDMBased()) voice.onChannelDelete(channel.id, channel.guildId);
   });
