@@ -17,7 +17,7 @@ import { previewRequest } from '../src/members/preview.ts';
 import { describeFailure, NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
 import { describeLanguages, findSpeaker } from '../src/speakers.ts';
 import type { Speaker } from '../src/tts/index.ts';
-import { describeJoinRefusal, speakerAutocomplete } from './shared.ts';
+import { describeJoinRefusal, describeQueueFull, speakerAutocomplete } from './shared.ts';
 
 /** Speakers per page: each line is short, so ten keep a page readable and far below the 4,096-character limit. */
 const PAGE_SIZE = 10;
@@ -66,6 +66,8 @@ async function preview(
   wanted: string,
 ): Promise<void> {
   const { guildId, user } = interaction;
+  // The voice list and a join may wait on the network: acknowledge within Discord's 3 s first.
+  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   if (await deps.members.blocked(guildId, user.id)) {
     return respondEphemeral(
       interaction,
@@ -84,7 +86,7 @@ async function preview(
       return respondEphemeral(interaction, describeJoinRefusal(outcome));
     }
     let acknowledged: Promise<void> = new Promise(() => {});
-    outcome.session.enqueue(
+    const queued = outcome.session.enqueue(
       previewRequest(speaker, temperature, requestedBy, (error) => {
         acknowledged
           .then(() =>
@@ -95,10 +97,10 @@ async function preview(
           );
       }),
     );
+    if (queued.kind === 'queue-full') return respondEphemeral(interaction, describeQueueFull(queued));
     acknowledged = respondEphemeral(interaction, `Previewing ${speaker.name} in <#${channel.id}>.`);
     return acknowledged;
   }
-  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   try {
     const file = await deps.renderPreviewFile(
       previewRequest(speaker, temperature, requestedBy, () => {}),

@@ -25,6 +25,8 @@ export interface Config {
   readonly budget: BudgetConfig;
   /** The audio cache: size bound, age, longest cached utterance, folder. */
   readonly cache: CacheConfig;
+  /** `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`: utterances waiting in one server, and of one member there. */
+  readonly queueLimits: { readonly perServer: number; readonly perMember: number };
 }
 
 /** The environment as read: every value a string or absent. */
@@ -76,6 +78,18 @@ export function parseConfig(env: Env): ConfigResult {
     problems.push('IDLE_TIMEOUT_SECONDS must be a number of seconds between 1 and 86400.');
   }
 
+  const count = (name: string, fallback: number, max: number): number => {
+    const raw = value(name);
+    const parsed = raw === undefined ? fallback : Number(raw);
+    if (!/^\d+$/.test(raw ?? '1') || !Number.isSafeInteger(parsed) || parsed < 1 || parsed > max) {
+      problems.push(`${name} must be a whole number between 1 and ${max}.`);
+    }
+    return parsed;
+  };
+  const perServer = count('QUEUE_MAX_PER_SERVER', 50, 1000);
+  const perMember = count('QUEUE_MAX_PER_MEMBER', 10, 1000);
+  if (perMember > perServer) problems.push('QUEUE_MAX_PER_MEMBER cannot be above QUEUE_MAX_PER_SERVER.');
+
   if (
     problems.length > 0 ||
     !tts.ok ||
@@ -97,6 +111,7 @@ export function parseConfig(env: Env): ConfigResult {
       idleTimeoutMs: idleSeconds * 1000,
       budget: budget.value,
       cache: cache.value,
+      queueLimits: { perServer, perMember },
     },
   };
 }

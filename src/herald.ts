@@ -11,6 +11,7 @@ import {
   createBudgetGuard,
   createSqliteBudgetStore,
   createTtsProbe,
+  startBudgetRechecks,
 } from './budget/index.ts';
 import { createAudioCache, createSqliteCacheStore } from './cache/index.ts';
 import type { Deps } from './command.ts';
@@ -19,6 +20,7 @@ import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
 import { createSqliteMemberStore, tunedSynthesize } from './members/index.ts';
 import { isPreview, renderPreviewFile } from './members/preview.ts';
+import { createOperatorCheck } from './operators.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
@@ -102,28 +104,31 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     alwaysCache: isPreview,
     logger: logger.child({ component: 'cache' }),
   });
-  // Outermost first: the member's temperature, then the cache (a hit stops here), then the guard and the service.
-  const synthesize = tunedSynthesize(
-    audioCache.wrap(
-      budgetedSynthesize(budget, (request, signal) =>
-        tts.generate({
-          text: request.text,
-          speakerId: request.speaker.id,
-          ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-          signal,
-        }),
-      ),
-    ),
-    { store: members, form: config.tts.form },
+  const budgeted = budgetedSynthesize(budget, (request, signal) =>
+    tts.generate({
+      text: request.text,
+      speakerId: request.speaker.id,
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+      signal,
+    }),
   );
+  // Outermost first: the member's temperature, then the cache (a hit stops here), then the guard and the service.
+  const synthesize = tunedSynthesize(audioCache.wrap(budgeted.synthesize), {
+    store: members,
+    form: config.tts.form,
+  });
   const voice = new VoiceManager({
     logger: logger.child({ component: 'voice' }),
     idleTimeoutMs: config.idleTimeoutMs,
     ...(options.voiceConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
+    limits: config.queueLimits,
     synthesize,
+    // A cache hit was never paid for; a first play through the cache is the guard's own result behind the tee.
+    onUnplayed: (result, _request, reason) => budgeted.unplayed(audioCache.paidResultOf(result), reason),
   });
+  const budgetProbe = createTtsProbe(tts);
   const deps: Deps = {
     tts,
     settings,
@@ -133,8 +138,12 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     defaultSpeaker: config.tts.defaultSpeaker,
     estimateCostUsd: (characters) => budget.estimateUsd(characters),
     budget,
-    budgetProbe: createTtsProbe(tts),
-    ownerIds: new Set(config.budget.ownerIds),
+    budgetProbe,
+    isOperator: createOperatorCheck(
+      config.budget.ownerIds,
+      () => client.application?.fetch() ?? Promise.reject(new Error('not logged in yet')),
+      logger,
+    ),
     budgetAlertChannelId: config.budget.alertChannelId,
     cache: cacheStore,
     cacheEnabled: audioCache.enabled,
@@ -207,10 +216,17 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
 
   // A synchronous tts.speakers() warm-up would delay start-up; the first command fills the cache instead.
   await client.login(config.discord.token);
+  const stopRechecks = startBudgetRechecks({
+    guard: budget,
+    probe: budgetProbe,
+    intervalMs: config.budget.recheckIntervalMs,
+    logger: budgetLogger,
+  });
 
   return {
     client,
     async stop() {
+      stopRechecks();
       voice.destroyAll();
       await client.destroy();
       await tts.close();

@@ -19,6 +19,11 @@ try {
   const herald = await startHerald(config, { logger });
   const shutdown = (signal: string) => {
     logger.info('shutting down', { signal });
+    // A stop that hangs (a socket that never closes) must not keep a deploy waiting for ever.
+    setTimeout(() => {
+      logger.error('shutdown took longer than 10 s; exiting anyway');
+      process.exit(1);
+    }, 10_000).unref();
     herald.stop().then(
       () => process.exit(0),
       (error: unknown) => {

@@ -105,7 +105,8 @@ export interface Guild {
   /** A voice channel; `deny.botPermissions` becomes a deny overwrite for the bot on it. */
   addVoiceChannel(name: string, o?: { userLimit?: number; deny?: { botPermissions?: bigint } }): Channel;
   /** A member; `permissions` (PermissionFlagsBits) become the member's own role; default @everyone's only. */
-  addMember(o: { name: string; permissions?: bigint; bot?: boolean; nick?: string }): Member;
+  /** A member; `id` is a fixed user id (e.g. the application's owner), random by default. */
+  addMember(o: { name: string; permissions?: bigint; bot?: boolean; nick?: string; id?: string }): Member;
   /** Guild-wide: the bot's exact base permissions. With a channel: an overwrite allowing exactly those there. */
   setBotPermissions(permissions: bigint, channel?: Channel): void;
   /** The member sits down in a voice channel (VOICE_STATE_UPDATE). @throws if the channel is full for them. */
@@ -137,6 +138,8 @@ export interface DiscordEmulatorOptions {
   voiceHeartbeatMs?: number;
   /** How long an interaction waits for its initial response before it is unknown; default 3000 ms as Discord. */
   interactionResponseMs?: number;
+  /** The application's owner (`GET /applications/@me` → `owner`): a user id; default none reported. */
+  applicationOwnerId?: string;
 }
 
 /** Deliberate misbehaviour of the emulated Discord. */
@@ -807,6 +810,17 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
           flags: 0,
           bot_public: true,
           bot: userPayload(botUser),
+          ...(o.applicationOwnerId === undefined
+            ? {}
+            : {
+                owner: {
+                  id: o.applicationOwnerId,
+                  username: 'owner',
+                  discriminator: '0',
+                  global_name: null,
+                  avatar: null,
+                },
+              }),
         },
       }),
     },
@@ -1014,7 +1028,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         addChannel(name, 'voice', v?.userLimit ?? 0, v?.deny?.botPermissions ?? 0n),
       addMember: (m) => {
         const member: MemberState = {
-          id: snowflake(),
+          id: m.id ?? snowflake(),
           name: m.name,
           nick: m.nick ?? null,
           bot: m.bot ?? false,

@@ -1,7 +1,7 @@
 // The persistent audio cache: configuration, the key, the files, the database rows, and the decorator that
 // puts the cache in front of the paid synthesis. Import from here.
 import type { Logger } from '../log.ts';
-import type { ApiForm } from '../tts/index.ts';
+import type { ApiForm, GenerateResult } from '../tts/index.ts';
 import type { SpeechRequest, Synthesize } from '../voice/session.ts';
 import type { CacheConfig } from './config.ts';
 import { openDiskCache } from './disk.ts';
@@ -40,12 +40,20 @@ export interface AudioCache {
   readonly enabled: boolean;
   /** Puts the cache in front of a paid synthesis. */
   wrap(paid: Synthesize): Synthesize;
+  /**
+   * The paid synthesis's own result behind one {@link wrap} returned (the ledger knows that one); the result
+   * itself when it was not paid through the cache (a hit, or caching off).
+   */
+  paidResultOf(result: GenerateResult): GenerateResult;
 }
 
 /** Opens the cache folder and reads the installation's secret; with `AUDIO_CACHE_MB=0` touches nothing. */
 export async function createAudioCache(options: AudioCacheOptions): Promise<AudioCache> {
   const { config, service, store, logger } = options;
-  if (config.maxBytes === 0) return { enabled: false, wrap: (paid) => paid };
+  if (config.maxBytes === 0)
+    return { enabled: false, wrap: (paid) => paid, paidResultOf: (result) => result };
+  // Weak: a result that was played and dropped leaves nothing behind.
+  const paidResults = new WeakMap<GenerateResult, GenerateResult>();
   const [secret, disk] = await Promise.all([
     store.secret(),
     openDiskCache({ dir: config.dir, maxBytes: config.maxBytes, maxAgeMs: config.maxAgeMs, logger }),
@@ -53,6 +61,7 @@ export async function createAudioCache(options: AudioCacheOptions): Promise<Audi
   logger.info('audio cache open', { entries: disk.size, bytes: disk.bytes, maxBytes: config.maxBytes });
   return {
     enabled: true,
+    paidResultOf: (result) => paidResults.get(result) ?? result,
     wrap: (paid) =>
       cachedSynthesize(paid, {
         disk,
@@ -67,6 +76,7 @@ export async function createAudioCache(options: AudioCacheOptions): Promise<Audi
           }),
         maxChars: config.maxChars,
         estimateUsd: options.estimateUsd,
+        onPaid: (returned, paidResult) => paidResults.set(returned, paidResult),
         logger,
         ...(options.alwaysCache ? { alwaysCache: options.alwaysCache } : {}),
       }),

@@ -21,6 +21,8 @@ export interface CachedSynthesizeOptions {
   readonly logger: Logger;
   /** Clock in ms; `Date.now` by default. */
   readonly now?: () => number;
+  /** Told of each paid result and the result returned in its place (same headers, the audio behind a tee). */
+  readonly onPaid?: (returned: GenerateResult, paid: GenerateResult) => void;
 }
 
 /** No utterance short enough to be cached comes near this; a stream that does is not held in memory. */
@@ -140,7 +142,9 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
     });
     tee.on('close', () => finish(undefined));
     result.audio.pipe(tee);
-    return { ...result, audio: tee };
+    const returned: GenerateResult = { ...result, audio: tee };
+    options.onPaid?.(returned, result);
+    return returned;
   };
 
   return async (request, signal, guildId) => {

@@ -16,7 +16,7 @@ function setup(options: { autoJoin: boolean; bound: string[]; inVoice?: boolean 
     voice: {
       get: () =>
         options.inVoice
-          ? { channelId: 'v9', enqueue: () => ({ ahead: 0 }), withdraw: () => false }
+          ? { channelId: 'v9', enqueue: () => ({ kind: 'queued' as const, ahead: 0 }), withdraw: () => false }
           : undefined,
     },
     join: (_guildId, channelId) => {

@@ -96,6 +96,27 @@ describe('cachedSynthesize', () => {
     ]);
   });
 
+  it('tells which paid result stands behind the one it returned, so the ledger can still find it', async () => {
+    const { disk } = await setup();
+    const service = fakeService();
+    const pairs: [GenerateResult, GenerateResult][] = [];
+    const wrapped = cachedSynthesize(service.paid, {
+      disk,
+      store: { guildEnabled: async () => true, recordHit: async () => {} },
+      keyOf: () => 'k',
+      maxChars: 200,
+      estimateUsd: () => undefined,
+      logger: silentLogger,
+      onPaid: (returned, paid) => pairs.push([returned, paid]),
+    });
+    const result = await wrapped(speech('x'), signal(), 'g1');
+    expect(pairs).toHaveLength(1);
+    expect(pairs[0]?.[0]).toBe(result);
+    expect(pairs[0]?.[1]).not.toBe(result);
+    expect(pairs[0]?.[1].requestId).toBe(result.requestId);
+    service.calls[0]?.audio.end(Buffer.from('x'));
+  });
+
   it('streams the first play as the service sends it (the cache never holds it back)', async () => {
     const { synthesize, service } = await setup();
     const first = await synthesize(speech('hello'), signal(), 'g1');

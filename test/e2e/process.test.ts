@@ -1,11 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DiscordEmulator, startDiscordEmulator } from '../../emulators/discord/index.ts';
+import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
+import { createSqliteBudgetStore, type LedgerEntry } from '../../src/budget/index.ts';
+import { openSqlite } from '../../src/storage/sqlite.ts';
 import { heraldEnv } from './harness.ts';
 
 // Herald as an operator runs it: `npm start` and `npm run deploy-commands` as real processes.
@@ -96,7 +99,45 @@ describe('npm start', () => {
     expect(output).not.toContain(discord.token);
     expect(output).not.toContain(tts.apiKey);
   });
+
+  it('SIGTERM while the next utterance downloads: a clean exit, and the unheard one is in the ledger', async () => {
+    tts.configure({ speed: 1 }); // real-time streaming: the next utterance is still downloading
+    const databasePath = join(dataDir, 'sigterm.sqlite');
+    try {
+      const guild = discord.createGuild({ name: 'Sigterm Test' });
+      guild.addTextChannel('general');
+      const voice = guild.addVoiceChannel('Voice');
+      const member = guild.addMember({ name: 'Hal' });
+      guild.joinVoice(member, voice);
+      // The voice gateway's TLS certificate is the emulator's own: the child process is told to trust it.
+      const caPath = join(dataDir, 'emulator-ca.pem');
+      writeFileSync(caPath, (await trustedTestCertificate()).cert);
+      const env = { ...heraldEnv(discord, tts, databasePath), NODE_EXTRA_CA_CERTS: caPath };
+      const bot = run(INDEX, [], env, /"msg":"logged in"/);
+      await bot.seen;
+      await discord.untilReady();
+      await discord.slash(member, 'speak', { text: 'The first thing said, long enough to hear.' });
+      await discord.slash(member, 'speak', { text: 'And then the second thing, said right after.' });
+      await vi.waitFor(() => expect(speechRows(databasePath)).toHaveLength(2), { timeout: 10_000 });
+      bot.child.kill('SIGTERM');
+      const { code, output } = await bot.done;
+      expect(output).not.toMatch(/Unhandled 'error' event|uncaught/i);
+      expect(code).toBe(0);
+      expect(speechRows(databasePath).map((row) => row.wasted)).toEqual([null, 'shutdown']);
+    } finally {
+      tts.configure({ speed: 8 });
+    }
+  });
 });
+
+function speechRows(databasePath: string): LedgerEntry[] {
+  const store = createSqliteBudgetStore(openSqlite(databasePath));
+  try {
+    return store.ledger().filter((row) => row.kind === 'speech');
+  } finally {
+    store.close();
+  }
+}
 
 describe('npm run deploy-commands', () => {
   it('registers every command in one server, with Manage Server as /voice-set’s default permission', async () => {
@@ -134,5 +175,21 @@ describe('npm run deploy-commands', () => {
     const refused = await run(DEPLOY, ['--guild', 'nope'], goodEnv()).done;
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/--guild needs a numeric server id/);
+  });
+
+  it('takes --guild=<id> as a server, and refuses an unknown flag instead of registering globally', async () => {
+    const guild = discord.createGuild({ name: 'Equals Test' });
+    const globalBefore = discord.rest.filter((call) =>
+      /\/applications\/\d+\/commands$/.test(call.path),
+    ).length;
+    const equals = await run(DEPLOY, [`--guild=${guild.id}`], goodEnv()).done;
+    expect(equals.output).toMatch(/in server/);
+    expect(discord.commands.guild.get(guild.id)?.length).toBe(14);
+    const typo = await run(DEPLOY, ['--guid', guild.id], goodEnv()).done;
+    expect(typo.code).toBe(1);
+    expect(typo.output).toMatch(/Unknown option '--guid'/);
+    expect(discord.rest.filter((call) => /\/applications\/\d+\/commands$/.test(call.path)).length).toBe(
+      globalBefore,
+    );
   });
 });
