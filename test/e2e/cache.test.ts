@@ -1,4 +1,4 @@
-import { readdirSync, truncateSync } from 'node:fs';
+import { readdirSync, statSync, truncateSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_SPEAKERS, expectedDurationMs } from '../../emulators/tts/index.ts';
@@ -26,6 +26,12 @@ const generations = (w: World) =>
   w.tts.requests.filter((r) => r.path.endsWith('/speech/generate') && r.chargedUsd > 0);
 const cacheDir = (w: World) =>
   join(dirname((w.env.DATABASE_URL ?? '').replace(/^sqlite:/, '')), 'audio-cache');
+const texts = (w: World) => generations(w).map((r) => (r.body as { text: string }).text);
+const folderBytes = (w: World) =>
+  readdirSync(cacheDir(w)).reduce(
+    (sum, name) => sum + (statSync(join(cacheDir(w), name), { throwIfNoEntry: false })?.size ?? 0),
+    0,
+  );
 const cacheFiles = (w: World) => readdirSync(cacheDir(w)).filter((name) => name.endsWith('.hac'));
 
 async function waitUntil(check: () => boolean, timeoutMs = 10_000): Promise<void> {
@@ -105,6 +111,32 @@ describe('the audio cache', () => {
     await waitUntil(() => cacheFiles(w).length === 1);
     expectWhole(await speak(w, text), text);
     expect(generations(w)).toHaveLength(2);
+  });
+
+  it('evicts the least recently used when full, never holding more than AUDIO_CACHE_MB on disk', async () => {
+    const w = await open();
+    // Same length, same voice: files of about the same size.
+    const [a, b, c] = ['Sentence number one.', 'Sentence number two.', 'Sentence number six.'] as const;
+    await speak(w, a);
+    await waitUntil(() => cacheFiles(w).length === 1);
+    const size = folderBytes(w);
+    // Room for two entries, not three.
+    const bound = Math.floor(size * 2.5);
+    await w.restart({ AUDIO_CACHE_MB: String(bound / (1024 * 1024)) });
+    await speak(w, b);
+    await waitUntil(() => cacheFiles(w).length === 2);
+    expect(folderBytes(w)).toBeLessThanOrEqual(bound);
+    await speak(w, a); // a is now the most recently used; b the least
+    await speak(w, c);
+    await waitUntil(() => generations(w).length === 3 && cacheFiles(w).length === 2);
+    expect(folderBytes(w)).toBeLessThanOrEqual(bound);
+    expect(texts(w)).toEqual([a, b, c]);
+    await speak(w, a);
+    await speak(w, c);
+    expect(texts(w)).toEqual([a, b, c]); // both still cached
+    await speak(w, b);
+    expect(texts(w)).toEqual([a, b, c, b]); // b was evicted, so it is paid again
+    expect(folderBytes(w)).toBeLessThanOrEqual(bound);
   });
 
   it('charges every request when the operator turned the cache off', async () => {
