@@ -74,6 +74,15 @@ describe('the audio cache', () => {
     expect(show.content).toContain(`Saved in total: 1 hit · ${text.length} characters`);
   });
 
+  it('caches the variant form’s WAV the same way', async () => {
+    const w = await open({ tts: { form: 'variant' }, env: { TTS_API_FORM: 'variant' } });
+    const text = 'Waves of audio.';
+    expectWhole(await speak(w, text), text);
+    await waitUntil(() => cacheFiles(w).length === 1);
+    expectWhole(await speak(w, text), text);
+    expect(generations(w)).toHaveLength(1);
+  });
+
   it('charges once for twenty concurrent identical requests from twenty servers, and every server hears it', async () => {
     const w = await open();
     const servers = Array.from({ length: 20 }, (_, i) => {
