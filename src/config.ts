@@ -27,6 +27,15 @@ export interface Config {
   readonly cache: CacheConfig;
   /** `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`: utterances waiting in one server, and of one member there. */
   readonly queueLimits: { readonly perServer: number; readonly perMember: number };
+  /** The operations endpoint (`/metrics`, `/healthz`, `/readyz`, the status page); off when `port` is undefined. */
+  readonly ops: {
+    /** `METRICS_PORT`; undefined keeps the endpoint off. 0 picks a free port (tests). */
+    readonly port: number | undefined;
+    /** `METRICS_HOST`: the address to bind, loopback by default. */
+    readonly host: string;
+    /** `METRICS_TOKEN`: when set, the status page and `/metrics` ask for it; never logged. */
+    readonly token: string | undefined;
+  };
 }
 
 /** The environment as read: every value a string or absent. */
@@ -89,6 +98,19 @@ export function parseConfig(env: Env): ConfigResult {
   const perServer = count('QUEUE_MAX_PER_SERVER', 50, 1000);
   const perMember = count('QUEUE_MAX_PER_MEMBER', 10, 1000);
   if (perMember > perServer) problems.push('QUEUE_MAX_PER_MEMBER cannot be above QUEUE_MAX_PER_SERVER.');
+  const metricsPortText = value('METRICS_PORT');
+  const metricsPort = metricsPortText === undefined ? undefined : Number(metricsPortText);
+  if (
+    metricsPort !== undefined &&
+    !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort <= 65_535)
+  ) {
+    problems.push('METRICS_PORT must be a port number (0–65535); leave it unset to keep the endpoint off.');
+  }
+  const metricsToken = value('METRICS_TOKEN');
+  // A short token is guessable, and the logger only scrubs secrets of 8 characters or more.
+  if (metricsToken !== undefined && metricsToken.length < 16) {
+    problems.push('METRICS_TOKEN must be at least 16 characters (e.g. `openssl rand -hex 24`).');
+  }
 
   if (
     problems.length > 0 ||
@@ -112,13 +134,14 @@ export function parseConfig(env: Env): ConfigResult {
       budget: budget.value,
       cache: cache.value,
       queueLimits: { perServer, perMember },
+      ops: { port: metricsPort, host: value('METRICS_HOST') ?? '127.0.0.1', token: metricsToken },
     },
   };
 }
 
 /** The secrets in a config, for the logger to scrub. */
 export function secretsOf(config: Config): string[] {
-  return [config.discord.token, config.tts.apiKey];
+  return [config.discord.token, config.tts.apiKey, ...(config.ops.token ? [config.ops.token] : [])];
 }
 
 function parseDatabaseUrl(url: string, problems: string[]): string {

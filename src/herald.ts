@@ -15,12 +15,26 @@ import {
 } from './budget/index.ts';
 import { createAudioCache, createSqliteCacheStore } from './cache/index.ts';
 import type { Deps } from './command.ts';
-import type { Config } from './config.ts';
+import { type Config, secretsOf } from './config.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
 import { createSqliteMemberStore, tunedSynthesize } from './members/index.ts';
 import { isPreview, renderPreviewFile } from './members/preview.ts';
 import { createOperatorCheck } from './operators.ts';
+import {
+  createOpsMetrics,
+  createVoiceWatch,
+  keepRecentProblems,
+  logUtterances,
+  noOpsEvents,
+  type OpsServer,
+  type OpsState,
+  observeBudgetStore,
+  observeGateway,
+  observeGenerate,
+  sqliteProbe,
+  startOpsServer,
+} from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
@@ -29,6 +43,8 @@ import { VoiceManager } from './voice/manager.ts';
 /** A running Herald. */
 export interface Herald {
   readonly client: Client;
+  /** The operations endpoint, when `METRICS_PORT` is set. */
+  readonly ops: OpsServer | undefined;
   /** Leaves every voice channel, logs out, closes storage and the TTS client. */
   stop(): Promise<void>;
 }
@@ -42,6 +58,8 @@ export interface HeraldOptions {
   readonly ttsTimeouts?: TtsTimeouts;
   /** How long a voice join may take before Herald gives up (default 15 s); tests shorten it. */
   readonly voiceConnectTimeoutMs?: number;
+  /** Bound on the TTS check of `/readyz` (default 3 s); tests shorten it. */
+  readonly ttsReadyTimeoutMs?: number;
 }
 
 /**
@@ -49,22 +67,6 @@ export interface HeraldOptions {
  * how the parts fit together.
  */
 export async function startHerald(config: Config, options: HeraldOptions): Promise<Herald> {
-  const { logger } = options;
-  logger.debug('voice dependencies', { report: generateDependencyReport() });
-
-  const db = openSqlite(config.databasePath);
-  const settings = createSqliteSettingsStore(db);
-  // Auto-read keeps its tables in the same database; settings.close() closes it for both.
-  const autoread = createSqliteAutoReadStore(db);
-  const budgetStore = createSqliteBudgetStore(db);
-  const cacheStore = createSqliteCacheStore(db);
-  const members = createSqliteMemberStore(db);
-  const tts = createTtsClient({
-    ...config.tts,
-    logger: logger.child({ component: 'tts' }),
-    ...(options.ttsDispatcher ? { dispatcher: options.ttsDispatcher } : {}),
-    ...(options.ttsTimeouts ? { timeouts: options.ttsTimeouts } : {}),
-  });
   const client = new Client({
     // MessageContent is privileged: enable it for the application in the Discord developer portal.
     intents: [
@@ -75,6 +77,39 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     ],
     allowedMentions: NO_MENTIONS,
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
+  });
+  // Every line carries the shard; a sharding manager passes each process its shard ids. The latest warnings and
+  // errors are also kept for the status page.
+  const problems = keepRecentProblems(options.logger.child({ shard: shardLabel(client.options.shards) }), {
+    secrets: secretsOf(config),
+  });
+  const { logger } = problems;
+  // The operations view reads the parts below when it is asked (a scrape, a page), so it may be built first.
+  const opsState: OpsState = {
+    budget: () => budget.status(),
+    sessions: () => watch.views(client),
+    gatewayConnected: () => gateway.connected(),
+    ledger: (since) => budgetStore.ledger({ since }),
+    recentProblems: problems.recent,
+  };
+  const metrics = config.ops.port === undefined ? undefined : createOpsMetrics(opsState);
+  const events = metrics?.events ?? noOpsEvents;
+  const gateway = observeGateway(client, events);
+  const watch = createVoiceWatch(events);
+  logger.debug('voice dependencies', { report: generateDependencyReport() });
+
+  const db = openSqlite(config.databasePath);
+  const settings = createSqliteSettingsStore(db);
+  // Auto-read keeps its tables in the same database; settings.close() closes it for both.
+  const autoread = createSqliteAutoReadStore(db);
+  const budgetStore = observeBudgetStore(createSqliteBudgetStore(db), events);
+  const cacheStore = createSqliteCacheStore(db);
+  const members = createSqliteMemberStore(db);
+  const tts = createTtsClient({
+    ...config.tts,
+    logger: logger.child({ component: 'tts' }),
+    ...(options.ttsDispatcher ? { dispatcher: options.ttsDispatcher } : {}),
+    ...(options.ttsTimeouts ? { timeouts: options.ttsTimeouts } : {}),
   });
   const budgetLogger = logger.child({ component: 'budget' });
   const budget = createBudgetGuard({
@@ -104,13 +139,19 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     alwaysCache: isPreview,
     logger: logger.child({ component: 'cache' }),
   });
-  const budgeted = budgetedSynthesize(budget, (request, signal) =>
-    tts.generate({
-      text: request.text,
-      speakerId: request.speaker.id,
-      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-      signal,
-    }),
+  const voiceLogger = logger.child({ component: 'voice' });
+  const budgeted = budgetedSynthesize(
+    budget,
+    observeGenerate(
+      (request, signal) =>
+        tts.generate({
+          text: request.text,
+          speakerId: request.speaker.id,
+          ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+          signal,
+        }),
+      events,
+    ),
   );
   // Outermost first: the member's temperature, then the cache (a hit stops here), then the guard and the service.
   const synthesize = tunedSynthesize(audioCache.wrap(budgeted.synthesize), {
@@ -118,15 +159,17 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     form: config.tts.form,
   });
   const voice = new VoiceManager({
-    logger: logger.child({ component: 'voice' }),
+    logger: voiceLogger,
     idleTimeoutMs: config.idleTimeoutMs,
     ...(options.voiceConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
     limits: config.queueLimits,
-    synthesize,
+    synthesize: logUtterances(synthesize, voiceLogger),
     // A cache hit was never paid for; a first play through the cache is the guard's own result behind the tee.
     onUnplayed: (result, _request, reason) => budgeted.unplayed(audioCache.paidResultOf(result), reason),
+    // Sessions are watched only when someone can look: with the endpoint off, voice runs exactly as without it.
+    ...(metrics ? { observer: watch.observer } : {}),
   });
   const budgetProbe = createTtsProbe(tts);
   const deps: Deps = {
@@ -171,7 +214,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
 
   const reader = createAutoReader({
     store: autoread,
-    voice,
+    // The same sessions, with auto-read's utterances marked so the metrics tell them from /speak.
+    voice: watch.autoread(voice),
     settings,
     tts,
     defaultSpeaker: config.tts.defaultSpeaker,
@@ -214,6 +258,29 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     logger.info('logged in', { user: ready.user.tag, guilds: ready.guilds.cache.size }),
   );
 
+  // Up before the login, so /healthz answers while the gateway connects (and /readyz says it is not yet ready).
+  const ops =
+    metrics && config.ops.port !== undefined
+      ? await startOpsServer({
+          port: config.ops.port,
+          host: config.ops.host,
+          token: config.ops.token,
+          registry: metrics.registry,
+          state: opsState,
+          probes: {
+            gatewayConnected: () => gateway.connected(),
+            database: sqliteProbe(db, config.databasePath),
+            tts: (signal) => tts.listSpeakers({ signal }),
+            budget: () => budget.status(),
+          },
+          secrets: secretsOf(config),
+          logger: logger.child({ component: 'ops' }),
+          ...(options.ttsReadyTimeoutMs === undefined
+            ? {}
+            : { ttsReadyTimeoutMs: options.ttsReadyTimeoutMs }),
+        })
+      : undefined;
+
   // A synchronous tts.speakers() warm-up would delay start-up; the first command fills the cache instead.
   await client.login(config.discord.token);
   const stopRechecks = startBudgetRechecks({
@@ -225,12 +292,21 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
 
   return {
     client,
+    ops,
     async stop() {
       stopRechecks();
+      await ops?.close();
       voice.destroyAll();
       await client.destroy();
       await tts.close();
       settings.close();
     },
   };
+}
+
+/** The shard(s) this process runs, for log lines: `0` when unsharded. */
+function shardLabel(shards: number | readonly number[] | 'auto' | undefined): string {
+  if (typeof shards === 'number') return String(shards);
+  if (Array.isArray(shards)) return shards.join(',');
+  return '0';
 }

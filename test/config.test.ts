@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/config.ts';
+import { parseConfig, secretsOf } from '../src/config.ts';
 
 const TOKEN = `${'M'.repeat(24)}.${'a'.repeat(6)}.${'b'.repeat(38)}`;
 const KEY = 'ttsprov_live_0123456789abcdef0123';
@@ -80,5 +80,25 @@ describe('parseConfig', () => {
     const result = parseConfig({ ...valid, DISCORD_TOKEN: 'short-secret-token' });
     expect(result.ok).toBe(false);
     expect(JSON.stringify(result)).not.toContain('short-secret-token');
+  });
+
+  it('keeps the operations endpoint off by default, on loopback when a port is given', () => {
+    expect(parseConfig(valid)).toMatchObject({
+      ok: true,
+      value: { ops: { port: undefined, host: '127.0.0.1', token: undefined } },
+    });
+    expect(
+      parseConfig({ ...valid, METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0', METRICS_TOKEN: 'x'.repeat(24) }),
+    ).toMatchObject({ ok: true, value: { ops: { port: 9464, host: '0.0.0.0', token: 'x'.repeat(24) } } });
+  });
+
+  it('refuses a bad METRICS_PORT and a short METRICS_TOKEN without echoing it, and scrubs the token', () => {
+    const result = parseConfig({ ...valid, METRICS_PORT: '70000', METRICS_TOKEN: 'shorttok' });
+    const problems = result.ok ? [] : result.problems;
+    expect(problems.some((problem) => problem.startsWith('METRICS_PORT'))).toBe(true);
+    expect(problems.some((problem) => problem.startsWith('METRICS_TOKEN'))).toBe(true);
+    expect(problems.join('\n')).not.toContain('shorttok');
+    const ok = parseConfig({ ...valid, METRICS_TOKEN: 't'.repeat(20) });
+    expect(ok.ok && secretsOf(ok.value)).toContain('t'.repeat(20));
   });
 });

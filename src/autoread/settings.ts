@@ -98,7 +98,7 @@ export interface AutoReadStore {
  * Append only: a released migration is never edited. Setting columns are nullable, NULL meaning "the default",
  * so a changed default reaches every server that never chose otherwise.
  */
-const AUTOREAD_MIGRATIONS: readonly string[] = [
+export const AUTOREAD_MIGRATIONS: readonly string[] = [
   `CREATE TABLE autoread_settings (
      guild_id TEXT PRIMARY KEY,
      read_voice_chat INTEGER,

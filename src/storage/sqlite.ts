@@ -7,7 +7,7 @@ import { defaultGuildSettings, type GuildSettings, type SettingsStore } from './
  * The settings tables' migrations, applied in order by {@link migrate}. Append only: a released migration is never
  * edited. Other stores (budget, auto-read) keep their own list under their own name.
  */
-const SETTINGS_MIGRATIONS: readonly string[] = [
+export const SETTINGS_MIGRATIONS: readonly string[] = [
   `CREATE TABLE guild_settings (
      guild_id TEXT PRIMARY KEY,
      default_speaker_id TEXT,

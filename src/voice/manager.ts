@@ -45,6 +45,11 @@ export interface VoiceManagerOptions {
   ) => void;
   /** When to synthesise the next utterance; one estimate shared by every server by default. */
   readonly pacing?: SynthesisPacing;
+  /** Told when a session starts and when it ends (the operations view follows sessions through it). */
+  readonly observer?: {
+    started(session: GuildSession): void;
+    ended(session: GuildSession, reason: SessionEnd): void;
+  };
 }
 
 /** Queue bounds when none are configured: `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`. */
@@ -121,7 +126,7 @@ export class VoiceManager {
     if (channel.full && !permissions?.has(PermissionFlagsBits.MoveMembers)) return { kind: 'channel-full' };
 
     const guildId = channel.guild.id;
-    const session = new GuildSession({
+    const session: GuildSession = new GuildSession({
       guildId,
       channelId: channel.id,
       adapterCreator: channel.guild.voiceAdapterCreator,
@@ -140,8 +145,13 @@ export class VoiceManager {
         ? {}
         : { connectTimeoutMs: this.#options.connectTimeoutMs }),
       onEnd: (reason) => this.#onEnd(channel.guild, session, reason),
+      othersPresent: (): boolean =>
+        channel.guild.voiceStates.cache.some(
+          (state) => state.channelId === session.channelId && state.id !== channel.client.user.id,
+        ),
     });
     this.#sessions.set(guildId, { session, announce });
+    this.#options.observer?.started(session);
     return { kind: 'joined', session };
   }
 
@@ -193,6 +203,7 @@ export class VoiceManager {
   }
 
   #onEnd(guild: Guild, session: GuildSession, reason: SessionEnd): void {
+    this.#options.observer?.ended(session, reason);
     const entry = this.#sessions.get(guild.id);
     if (entry?.session !== session) return;
     this.#sessions.delete(guild.id);

@@ -36,7 +36,7 @@ export type SessionEnd =
   | 'shutdown';
 
 /** Why an utterance was dropped before it was heard: a member's `/skip` or `/stop`, a deleted message, or the end. */
-export type DropReason = 'skip' | 'stop' | 'withdrawn' | SessionEnd;
+export type DropReason = 'skip' | 'stop' | 'withdrawn' | 'failed' | SessionEnd;
 
 /** How much one server, and one member in it, may have queued. */
 export interface QueueLimits {
@@ -85,6 +85,11 @@ export interface SpeechQueueOptions {
   readonly pacing: SynthesisPacing;
   readonly limits: QueueLimits;
   readonly logger: Logger;
+  /**
+   * Awaited before an utterance is handed to the player (e.g. until DAVE's end-to-end encryption is ready);
+   * rejecting fails the utterance (its member is told) and the queue moves on.
+   */
+  readonly beforePlay?: (utterance: Utterance) => Promise<void>;
   /** Hands prepared audio to the player; the session reports back with `started` and `finished`. */
   readonly play: (utterance: Utterance, prepared: Prepared) => void;
   /** Cuts what the player is playing now (its `finished` follows). */
@@ -273,10 +278,16 @@ export class SpeechQueue {
     try {
       const prepared = await this.#prepare(utterance);
       if (this.#current !== utterance || utterance.dropped) return;
+      if (this.#options.beforePlay) {
+        await this.#options.beforePlay(utterance);
+        if (this.#current !== utterance || utterance.dropped) return;
+      }
       utterance.playing = true;
       this.#options.play(utterance, prepared);
     } catch (error) {
       if (!utterance.dropped) utterance.request.onFailure(error);
+      // Paid and failed before it was played (e.g. DAVE never got ready): unheard.
+      if (utterance.prepared) this.#discard(utterance, 'failed');
       if (this.#current === utterance) {
         this.#current = undefined;
         this.#pump();

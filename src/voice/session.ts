@@ -14,8 +14,10 @@ import {
   VoiceConnectionStatus,
 } from '@discordjs/voice';
 import { createSpeechResource } from '../audio/resource.ts';
+import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
+import { awaitE2eeReady } from './e2ee-gate.ts';
 import type { SynthesisPacing } from './pacing.ts';
 import {
   type DropReason,
@@ -56,6 +58,8 @@ export interface GuildSessionOptions {
   readonly connectTimeoutMs?: number;
   /** Rejoins allowed within two minutes before giving up. Default 4. */
   readonly maxRejoins?: number;
+  /** Whether anyone besides Herald sits in its voice channel: then no frame may leave without DAVE's E2EE. */
+  readonly othersPresent?: () => boolean;
 }
 
 /** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
@@ -64,6 +68,8 @@ const MAX_MISSED_FRAMES = 250;
 const REJOIN_WINDOW_MS = 120_000;
 /** How long a 4014 close waits for the new channel's server update before calling it a kick. */
 const MOVE_GRACE_MS = 5_000;
+/** How long an utterance waits for DAVE's end-to-end encryption (a re-key included) before it is given up. */
+const E2EE_READY_TIMEOUT_MS = 6_000;
 
 /**
  * One server's voice: a connection, a player and a {@link SpeechQueue}. The queue decides what to pay for and
@@ -104,6 +110,19 @@ export class GuildSession {
           logger: this.#logger,
         });
         this.player.play(resource);
+      },
+      // With DAVE negotiated and a member listening, the first frame must leave end-to-end encrypted.
+      beforePlay: async (utterance) => {
+        const e2ee = await awaitE2eeReady(this.connection, {
+          othersPresent: () => options.othersPresent?.() ?? false,
+          timeoutMs: E2EE_READY_TIMEOUT_MS,
+          signal: utterance.abort.signal,
+        });
+        if (e2ee.kind === 'timed-out') {
+          throw new UserFacingError(
+            'Discord’s end-to-end encryption for this voice call did not get ready in time, so I did not play it. Try again in a moment.',
+          );
+        }
       },
       stopPlayback: () => this.player.stop(true),
       onEmpty: () => this.#armIdleTimer(),

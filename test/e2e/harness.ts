@@ -26,6 +26,7 @@ import type { TtsTimeouts } from '../../src/tts/index.ts';
 /** Options of {@link createWorld}. */
 export interface WorldOptions {
   readonly tts?: TtsEmulatorOptions;
+  /** Options of the Discord emulator (e.g. `dave: false` to decline DAVE). */
   readonly discord?: DiscordEmulatorOptions;
   /** Extra or overriding environment variables for Herald. */
   readonly env?: Record<string, string>;
@@ -33,6 +34,8 @@ export interface WorldOptions {
   readonly voiceConnectTimeoutMs?: number;
   /** TTS client timeouts (Herald's defaults are seconds long). */
   readonly ttsTimeouts?: TtsTimeouts;
+  /** Bound on `/readyz`'s TTS check (Herald's default is 3 s). */
+  readonly ttsReadyTimeoutMs?: number;
 }
 
 /** A server with a text channel, a voice channel, an admin and a member, and Herald logged in. */
@@ -110,6 +113,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
     const herald = await startHerald(parsed.value, {
       logger,
       ...(options.ttsTimeouts ? { ttsTimeouts: options.ttsTimeouts } : {}),
+      ...(options.ttsReadyTimeoutMs === undefined ? {} : { ttsReadyTimeoutMs: options.ttsReadyTimeoutMs }),
       ...(options.voiceConnectTimeoutMs === undefined
         ? {}
         : { voiceConnectTimeoutMs: options.voiceConnectTimeoutMs }),

@@ -138,6 +138,47 @@ function speechRows(databasePath: string): LedgerEntry[] {
     store.close();
   }
 }
+describe('npm start under DAVE', () => {
+  it('stays up through a DAVE proposal for a user never announced, and the next utterance is heard', async () => {
+    // The child trusts the voice server's certificate the way an operator's machine would trust a CA.
+    const caPath = join(dataDir, 'voice-ca.pem');
+    writeFileSync(caPath, (await trustedTestCertificate()).cert);
+    const guild = discord.createGuild({ name: 'DAVE Process Test' });
+    guild.addTextChannel('general');
+    const lounge = guild.addVoiceChannel('Lounge');
+    const member = guild.addMember({ name: 'Hal' });
+    guild.joinVoice(member, lounge);
+    const bot = run(INDEX, [], { ...goodEnv(), NODE_EXTRA_CA_CERTS: caPath }, /"msg":"logged in"/);
+    await bot.seen;
+    await discord.untilReady();
+    const capture = discord.voice(guild);
+    await discord.slash(member, 'speak', { text: 'Before the fault.' });
+    expect(
+      (await capture.untilSilent({ quietMs: 300 })).hearing.listeners[member.id]?.decrypted,
+    ).toBeGreaterThan(0);
+
+    // Unpatched, @discordjs/voice throws UnexpectedUser from its WebSocket handler and the process exits.
+    discord.faults.dave.proposeUnknownUser(guild);
+    const recovered = new Promise<void>((resolve, reject) => {
+      const check = setInterval(() => {
+        if (bot.child.exitCode !== null) reject(new Error(`Herald exited with code ${bot.child.exitCode}`));
+        else if (discord.daveGroup(guild)?.stats.invalidations && discord.daveGroup(guild)?.settled())
+          resolve();
+        else return;
+        clearInterval(check);
+      }, 20);
+    });
+    await recovered;
+    capture.clear();
+    await discord.slash(member, 'speak', { text: 'After the fault.' });
+    const { hearing } = await capture.untilSilent({ quietMs: 300 });
+    expect(hearing.e2ee).toBe(hearing.sent);
+    expect(hearing.listeners[member.id]).toEqual({ decrypted: hearing.sent, failed: {} });
+    expect(bot.child.exitCode).toBeNull();
+    bot.child.kill('SIGTERM');
+    expect((await bot.done).code).toBe(0);
+  });
+});
 
 describe('npm run deploy-commands', () => {
   it('registers every command in one server, with Manage Server as /voice-set’s default permission', async () => {

@@ -1,0 +1,35 @@
+# Herald's container image. Two stages: the first compiles the Opus addon (it needs a C toolchain), the second
+# carries only Node, the production dependencies and Herald's sources, and runs as the unprivileged `node` user.
+# Build: docker build -t herald .   Run: see compose.yaml and the README's "Container" section.
+
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+# @discordjs/opus has no prebuilt binary for every platform: it is compiled here, against this image's Node.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm rebuild @discordjs/opus \
+ && node -e 'require("@discordjs/opus"); console.log("opus addon ok")'
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production \
+    DATABASE_URL=sqlite:/app/data/herald.sqlite \
+    METRICS_PORT=9464 \
+    METRICS_HOST=0.0.0.0
+WORKDIR /app
+COPY --from=build /app/node_modules ./node_modules
+COPY package.json ./
+COPY src ./src
+COPY commands ./commands
+COPY scripts ./scripts
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+VOLUME ["/app/data"]
+EXPOSE 9464
+# /healthz answers while the process runs; orchestrators should use /readyz for readiness.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.METRICS_PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Node 24 runs the TypeScript sources directly (type stripping), as `npm start` does.
+CMD ["node", "src/index.ts"]

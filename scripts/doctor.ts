@@ -1,0 +1,30 @@
+// `npm run doctor`: checks, without paying, everything that stops Herald from speaking, and says how to fix each.
+// Reads the same environment (and .env) as `npm start`; CACHE_DIR is checked when set. Exit code 1 when something
+// blocks speaking.
+import 'dotenv/config';
+import { commands } from '../commands/index.ts';
+import { parseConfig } from '../src/config.ts';
+import { blocksSpeaking, doctorLogin, formatDoctorReport, runDoctor } from '../src/ops/index.ts';
+import { createTtsClient } from '../src/tts/index.ts';
+
+const parsed = parseConfig(process.env);
+if (!parsed.ok) {
+  const rows = parsed.problems.map((problem) => `✗ Configuration  ${problem}`);
+  console.log(`${rows.join('\n')}\n  fix: set these in the environment or in .env (see .env.example).\n`);
+  process.exit(1);
+}
+const config = parsed.value;
+const tts = createTtsClient({ ...config.tts, retry: { maxRetries: 1 } });
+try {
+  const checks = await runDoctor({
+    config,
+    commands: commands.map((command) => command.data.toJSON()),
+    tts,
+    login: () => doctorLogin(config),
+    cacheDir: process.env.CACHE_DIR?.trim() || undefined,
+  });
+  console.log(formatDoctorReport(checks));
+  process.exitCode = blocksSpeaking(checks) ? 1 : 0;
+} finally {
+  await tts.close();
+}

@@ -1,0 +1,55 @@
+/**
+ * The typed events Herald's parts report for operations. The composition root hands one {@link OpsEvents} to
+ * the observers it wires; the metrics registry implements it. Every label value is from a small closed set:
+ * never a member's text, a name or an id.
+ */
+
+/** Where an utterance came from. */
+export type UtteranceSource = 'speak' | 'autoread';
+
+/** How an utterance ended, counted once each: heard (its first voice packet went out), refused, or failed. */
+export type UtteranceOutcome = 'spoken' | 'refused' | 'failed';
+
+/** Why spending stopped (the budget store's block reasons). */
+export type BudgetStopReason = 'floor-reached' | 'service-refused' | 'balance-unknown';
+
+/** Events of the operations view. Implementations must not throw: they are called on hot paths. */
+export interface OpsEvents {
+  /** An utterance was queued in a voice session. */
+  utteranceQueued(source: UtteranceSource): void;
+  /** An utterance ended. */
+  utteranceEnded(source: UtteranceSource, outcome: UtteranceOutcome): void;
+  /** The first voice packet of an utterance left, `seconds` after it was queued (`/speak` → first packet). */
+  firstPacket(source: UtteranceSource, seconds: number): void;
+  /** A generation's response headers (its first byte) came `seconds` after the request. */
+  ttsFirstByte(seconds: number): void;
+  /** A TTS call failed; `code` is the client's stable error code (`TTS_TIMEOUT`, …) or `OTHER`. */
+  ttsError(code: string): void;
+  /** A generation was written to the ledger. */
+  charged(characters: number, usd: number): void;
+  /** Spending stopped. */
+  budgetStopped(reason: BudgetStopReason): void;
+  /** A voice packet went out, and whether it was late (more than a frame after the previous one). */
+  voicePacket(late: boolean): void;
+  /** The gateway connection was lost and is being re-established. */
+  gatewayReconnect(): void;
+  /** A DAVE (end-to-end encryption) protocol transition completed. */
+  daveTransition(): void;
+  /** A DAVE failure: a voice close for DAVE reasons, or an encryption error. */
+  daveFailure(kind: 'close' | 'error'): void;
+}
+
+/** Events that go nowhere: the default when the operations endpoint is off. */
+export const noOpsEvents: OpsEvents = {
+  utteranceQueued: () => {},
+  utteranceEnded: () => {},
+  firstPacket: () => {},
+  ttsFirstByte: () => {},
+  ttsError: () => {},
+  charged: () => {},
+  budgetStopped: () => {},
+  voicePacket: () => {},
+  gatewayReconnect: () => {},
+  daveTransition: () => {},
+  daveFailure: () => {},
+};

@@ -1,0 +1,104 @@
+import { existsSync } from 'node:fs';
+import type { DatabaseSync } from 'node:sqlite';
+import type { BudgetStatus } from '../budget/index.ts';
+
+/** One readiness check's verdict; `detail` says why in words an operator can act on (never a secret). */
+export interface CheckResult {
+  readonly ok: boolean;
+  readonly detail?: string;
+}
+
+/** `/readyz`'s body: ready when every check is. */
+export interface Readiness {
+  readonly ready: boolean;
+  readonly checks: {
+    readonly gateway: CheckResult;
+    readonly database: CheckResult;
+    readonly tts: CheckResult;
+    readonly budget: CheckResult & { readonly reason?: string; readonly resume?: string };
+  };
+}
+
+/** What readiness asks, each supplied by the composition root. */
+export interface ReadinessProbes {
+  /** True while the Discord gateway connection is ready. */
+  gatewayConnected(): boolean;
+  /** Throws when the database does not answer. */
+  database(): void;
+  /** A free call to the TTS service (listing voices); rejects when it fails or `signal` aborts. */
+  tts(signal: AbortSignal): Promise<unknown>;
+  budget(): BudgetStatus;
+}
+
+/** How long the TTS service may take to list its voices before it counts as unreachable. */
+export const DEFAULT_TTS_READY_TIMEOUT_MS = 3_000;
+
+/** How to resume spending, as the status page and `/readyz` say it. */
+export const RESUME_HINT =
+  'Top up the TTS account, then an operator (BOT_OWNER_IDS) runs /budget recheck in Discord; Herald resumes when the balance is above the floor.';
+
+/** Runs every readiness check; the TTS check is bounded by `ttsTimeoutMs` and never makes a paid call. */
+export async function checkReadiness(
+  probes: ReadinessProbes,
+  options: { readonly ttsTimeoutMs?: number } = {},
+): Promise<Readiness> {
+  const gateway: CheckResult = probes.gatewayConnected()
+    ? { ok: true }
+    : { ok: false, detail: 'The Discord gateway is not connected (reconnecting, or the token was refused).' };
+
+  let database: CheckResult;
+  try {
+    probes.database();
+    database = { ok: true };
+  } catch (error) {
+    database = { ok: false, detail: `The database does not answer: ${messageOf(error)}` };
+  }
+
+  const timeoutMs = options.ttsTimeoutMs ?? DEFAULT_TTS_READY_TIMEOUT_MS;
+  let tts: CheckResult;
+  try {
+    await probes.tts(AbortSignal.timeout(timeoutMs));
+    tts = { ok: true };
+  } catch (error) {
+    tts = {
+      ok: false,
+      detail: `The TTS service could not list its voices within ${timeoutMs} ms: ${messageOf(error)}`,
+    };
+  }
+
+  const status = probes.budget();
+  const budget: Readiness['checks']['budget'] =
+    status.status === 'active'
+      ? { ok: true }
+      : {
+          ok: false,
+          reason: status.reason,
+          detail:
+            status.reason === 'floor-reached'
+              ? 'Spending stopped: the balance reached the floor.'
+              : status.reason === 'balance-unknown'
+                ? 'Spending stopped: the TTS service reports no balance, so the floor cannot be checked.'
+                : 'Spending stopped: the TTS service refused a request for lack of credit.',
+          resume: RESUME_HINT,
+        };
+
+  return {
+    ready: gateway.ok && database.ok && tts.ok && budget.ok,
+    checks: { gateway, database, tts, budget },
+  };
+}
+
+/**
+ * The database probe of a SQLite store: the file must still be where it was opened (a deleted or moved file
+ * would silently lose every write at the next restart) and the connection must answer a query.
+ */
+export function sqliteProbe(db: DatabaseSync, path: string): () => void {
+  return () => {
+    if (path !== ':memory:' && !existsSync(path)) throw new Error(`the file ${path} is gone`);
+    db.prepare('SELECT count(*) AS n FROM schema_migrations').get();
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,39 @@
+// Operating Herald: metrics, health, the status page and the doctor's checks. The one door into src/ops/.
+
+export {
+  blocksSpeaking,
+  type DoctorCheck,
+  type DoctorContext,
+  doctorLogin,
+  formatDoctorReport,
+  runDoctor,
+} from './doctor.ts';
+export {
+  type BudgetStopReason,
+  noOpsEvents,
+  type OpsEvents,
+  type UtteranceOutcome,
+  type UtteranceSource,
+} from './events.ts';
+export {
+  type CheckResult,
+  checkReadiness,
+  DEFAULT_TTS_READY_TIMEOUT_MS,
+  RESUME_HINT,
+  type Readiness,
+  type ReadinessProbes,
+  sqliteProbe,
+} from './health.ts';
+export { createOpsMetrics, type OpsMetrics, TTS_ERROR_CODES } from './metrics.ts';
+export {
+  createVoiceWatch,
+  keepRecentProblems,
+  logUtterances,
+  observeBudgetStore,
+  observeGateway,
+  observeGenerate,
+  type VoiceWatch,
+} from './observe.ts';
+export { type OpsServer, type OpsServerOptions, sameSecret, startOpsServer } from './server.ts';
+export type { OpsState, RecentProblem, SessionView } from './state.ts';
+export { renderStatusPage, type SpendBucket, type StatusPageData, spendBuckets } from './status-page.ts';

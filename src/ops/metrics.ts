@@ -1,0 +1,192 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { BudgetStopReason, OpsEvents, UtteranceOutcome, UtteranceSource } from './events.ts';
+import type { OpsState } from './state.ts';
+
+/** The Prometheus registry with Herald's families, fed by {@link OpsEvents} and read from {@link OpsState}. */
+export interface OpsMetrics {
+  readonly registry: Registry;
+  /** Where the parts report; increments the counters and histograms below. */
+  readonly events: OpsEvents;
+}
+
+const SOURCES: readonly UtteranceSource[] = ['speak', 'autoread'];
+const OUTCOMES: readonly UtteranceOutcome[] = ['spoken', 'refused', 'failed'];
+const STOP_REASONS: readonly BudgetStopReason[] = ['floor-reached', 'service-refused', 'balance-unknown'];
+/** The TTS client's error codes; anything else is counted as `OTHER`, so the label stays bounded. */
+export const TTS_ERROR_CODES: readonly string[] = [
+  'TTS_INVALID_REQUEST',
+  'TTS_AUTHENTICATION',
+  'TTS_INSUFFICIENT_BALANCE',
+  'TTS_UNKNOWN_SPEAKER',
+  'TTS_RATE_LIMITED',
+  'TTS_SERVICE',
+  'TTS_TIMEOUT',
+  'TTS_CONNECTION',
+  'TTS_PROTOCOL',
+  'OTHER',
+];
+
+/**
+ * Creates the registry: process metrics (prom-client's defaults) and Herald's own. Counters with labels start at
+ * zero for every label value, so each family is present from the first scrape.
+ */
+export function createOpsMetrics(state: OpsState): OpsMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  const utterances = new Counter({
+    name: 'herald_utterances_total',
+    help: 'Utterances by source and how they ended (spoken: the first voice packet went out).',
+    labelNames: ['source', 'outcome'] as const,
+    registers,
+  });
+  const queued = new Counter({
+    name: 'herald_utterances_queued_total',
+    help: 'Utterances queued in a voice session, by source.',
+    labelNames: ['source'] as const,
+    registers,
+  });
+  const firstPacket = new Histogram({
+    name: 'herald_first_packet_seconds',
+    help: 'From an utterance being queued (a /speak or an auto-read message) to its first voice packet.',
+    labelNames: ['source'] as const,
+    buckets: [0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30],
+    registers,
+  });
+  const ttsFirstByte = new Histogram({
+    name: 'herald_tts_first_byte_seconds',
+    help: 'From a generation request to the response headers of the TTS service.',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20],
+    registers,
+  });
+  const ttsErrors = new Counter({
+    name: 'herald_tts_errors_total',
+    help: 'Failed TTS calls by the client error code.',
+    labelNames: ['code'] as const,
+    registers,
+  });
+  const characters = new Counter({
+    name: 'herald_characters_charged_total',
+    help: 'Characters of every generation written to the budget ledger.',
+    registers,
+  });
+  const dollars = new Counter({
+    name: 'herald_dollars_charged_total',
+    help: 'USD the TTS service reported charging (X-Cost-USD), as written to the ledger.',
+    registers,
+  });
+  const stops = new Counter({
+    name: 'herald_budget_stops_total',
+    help: 'Times spending stopped, by reason.',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  const packets = new Counter({
+    name: 'herald_voice_packets_total',
+    help: 'Voice packets sent.',
+    registers,
+  });
+  const latePackets = new Counter({
+    name: 'herald_voice_late_packets_total',
+    help: 'Voice packets sent more than one 20 ms frame after the previous one of the same utterance.',
+    registers,
+  });
+  const reconnects = new Counter({
+    name: 'herald_gateway_reconnects_total',
+    help: 'Times the Discord gateway connection was lost and re-established.',
+    registers,
+  });
+  const daveTransitions = new Counter({
+    name: 'herald_dave_transitions_total',
+    help: 'DAVE end-to-end encryption protocol transitions completed by voice connections.',
+    registers,
+  });
+  const daveFailures = new Counter({
+    name: 'herald_dave_failures_total',
+    help: 'DAVE failures: voice closes for DAVE reasons (close) and encryption errors (error).',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+
+  for (const source of SOURCES) {
+    queued.inc({ source }, 0);
+    firstPacket.zero({ source });
+    for (const outcome of OUTCOMES) utterances.inc({ source, outcome }, 0);
+  }
+  for (const code of TTS_ERROR_CODES) ttsErrors.inc({ code }, 0);
+  for (const reason of STOP_REASONS) stops.inc({ reason }, 0);
+  for (const kind of ['close', 'error'] as const) daveFailures.inc({ kind }, 0);
+
+  // Figures read at scrape time from the parts' own state, never kept twice.
+  const gauge = (name: string, help: string, read: () => number | undefined): void => {
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        const value = read();
+        if (value === undefined) this.reset();
+        else this.set(value);
+      },
+    });
+  };
+  gauge(
+    'herald_balance_usd',
+    'The account balance last reported by the TTS service.',
+    () => state.budget().balanceUsd,
+  );
+  gauge(
+    'herald_budget_floor_usd',
+    'BUDGET_FLOOR_USD: spending never takes the balance below it.',
+    () => state.budget().floorUsd,
+  );
+  gauge('herald_budget_warn_usd', 'BUDGET_WARN_USD, when set.', () => state.budget().warnUsd);
+  gauge(
+    'herald_budget_reservations_held',
+    'Generations in flight holding a budget reservation.',
+    () => state.budget().inFlight,
+  );
+  gauge(
+    'herald_budget_reserved_usd',
+    'USD set aside for generations in flight.',
+    () => state.budget().reservedUsd,
+  );
+  gauge(
+    'herald_budget_stopped',
+    '1 while spending is stopped (see herald_budget_stops_total for why).',
+    () => (state.budget().status === 'blocked' ? 1 : 0),
+  );
+  gauge('herald_voice_sessions', 'Servers where Herald is in voice.', () => state.sessions().length);
+  gauge('herald_queue_depth', 'Utterances waiting or playing, all servers together.', () =>
+    state.sessions().reduce((sum, session) => sum + session.queueDepth, 0),
+  );
+  gauge('herald_queue_depth_max', 'The longest queue of any one server.', () =>
+    Math.max(0, ...state.sessions().map((session) => session.queueDepth)),
+  );
+  gauge('herald_gateway_connected', '1 while the Discord gateway connection is ready.', () =>
+    state.gatewayConnected() ? 1 : 0,
+  );
+
+  const codeOf = (code: string): string => (TTS_ERROR_CODES.includes(code) ? code : 'OTHER');
+  const events: OpsEvents = {
+    utteranceQueued: (source) => queued.inc({ source }),
+    utteranceEnded: (source, outcome) => utterances.inc({ source, outcome }),
+    firstPacket: (source, seconds) => firstPacket.observe({ source }, seconds),
+    ttsFirstByte: (seconds) => ttsFirstByte.observe(seconds),
+    ttsError: (code) => ttsErrors.inc({ code: codeOf(code) }),
+    charged: (chars, usd) => {
+      characters.inc(chars);
+      dollars.inc(usd);
+    },
+    budgetStopped: (reason) => stops.inc({ reason }),
+    voicePacket: (late) => {
+      packets.inc();
+      if (late) latePackets.inc();
+    },
+    gatewayReconnect: () => reconnects.inc(),
+    daveTransition: () => daveTransitions.inc(),
+    daveFailure: (kind) => daveFailures.inc({ kind }),
+  };
+  return { registry, events };
+}

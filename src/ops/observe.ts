@@ -1,0 +1,277 @@
+import { performance } from 'node:perf_hooks';
+import {
+  type AudioPlayerState,
+  AudioPlayerStatus,
+  type VoiceConnectionState,
+  VoiceConnectionStatus,
+} from '@discordjs/voice';
+import { type Client, Events, Status } from 'discord.js';
+import type { LiveSession } from '../autoread/reader.ts';
+import { BudgetRefusedError, type BudgetStore, type GuildSynthesize } from '../budget/index.ts';
+import type { LogFields, Logger } from '../log.ts';
+import type { GenerateResult } from '../tts/index.ts';
+import type { GuildSession, SpeechRequest } from '../voice/session.ts';
+import type { OpsEvents, UtteranceSource } from './events.ts';
+import type { RecentProblem, SessionView } from './state.ts';
+
+// Observers: each wraps or listens to one part through its public surface and reports OpsEvents, so the parts
+// themselves know nothing of metrics. The composition root applies them.
+
+/** A budget store whose ledger writes and stops are reported: the charged figures are the ledger's by construction. */
+export function observeBudgetStore(store: BudgetStore, events: OpsEvents): BudgetStore {
+  let blocked = store.account().blockedSince !== null;
+  const noteStop = (state: ReturnType<BudgetStore['account']>): void => {
+    const now = state.blockedSince !== null;
+    if (now && !blocked) events.budgetStopped(state.blockedReason ?? 'floor-reached');
+    blocked = now;
+  };
+  return {
+    ...store,
+    saveAccount(state) {
+      store.saveAccount(state);
+      noteStop(state);
+    },
+    recordGeneration(entry, state) {
+      const id = store.recordGeneration(entry, state);
+      // Spend is the reported cost, or the reservation's estimate when the service sent none (as the ledger's).
+      events.charged(entry.characters, entry.costUsd ?? entry.estimatedCostUsd ?? 0);
+      noteStop(state);
+      return id;
+    },
+  };
+}
+
+/** A generation whose first-byte time and failures are reported. */
+export function observeGenerate<A extends unknown[]>(
+  generate: (...args: A) => Promise<GenerateResult>,
+  events: OpsEvents,
+): (...args: A) => Promise<GenerateResult> {
+  return async (...args) => {
+    const started = performance.now();
+    try {
+      const result = await generate(...args);
+      events.ttsFirstByte((performance.now() - started) / 1000);
+      return result;
+    } catch (error) {
+      const code = (error as { code?: unknown } | undefined)?.code;
+      // An abort is a skip or a stop, not a failure of the service.
+      if (code !== 'TTS_ABORTED') events.ttsError(typeof code === 'string' ? code : 'OTHER');
+      throw error;
+    }
+  };
+}
+
+/** Counts gateway reconnects and tells whether every shard is ready. */
+export function observeGateway(client: Client, events: OpsEvents): { connected(): boolean } {
+  client.on(Events.ShardReconnecting, () => events.gatewayReconnect());
+  return {
+    connected: () =>
+      client.ws.shards.size > 0 && client.ws.shards.every((shard) => shard.status === Status.Ready),
+  };
+}
+
+/** Voice close code 4017: the voice server requires the DAVE protocol, which the connection did not speak. */
+const DAVE_CLOSE_CODES: ReadonlySet<number> = new Set([4017]);
+/** A packet sent this long after the previous one of the same utterance is late (a whole frame behind). */
+const LATE_PACKET_MS = 40;
+
+interface Tracked {
+  readonly source: UtteranceSource;
+  readonly queuedAt: number;
+  ended: boolean;
+}
+
+/** Follows voice sessions for the metrics and the status page; see {@link createVoiceWatch}. */
+export interface VoiceWatch {
+  /** Marks a request as coming from auto-read (before it is queued); everything else counts as `/speak`. */
+  markAutoread(request: SpeechRequest): void;
+  /** The VoiceManager's observer: a session started or ended. */
+  readonly observer: {
+    started(session: GuildSession): void;
+    ended(session: GuildSession): void;
+  };
+  /** The sessions auto-read speaks on, with its utterances marked (see {@link markAutoread}). */
+  autoread(voice: { get(guildId: string): GuildSession | undefined }): {
+    get(guildId: string): LiveSession | undefined;
+  };
+  /** Live sessions as the status page shows them, named from the client's caches. */
+  views(client: Client): SessionView[];
+}
+
+/**
+ * Watches each voice session from outside, through its public objects: its `enqueue` (to time and classify each
+ * utterance), its audio player (a new resource starting) and its voice connection (each packet dispatched, DAVE
+ * transitions, closes and errors). The first packet of an utterance is the first one the connection actually
+ * dispatched after the player started that utterance's resource.
+ */
+export function createVoiceWatch(events: OpsEvents): VoiceWatch {
+  const autoread = new WeakSet<SpeechRequest>();
+  const tracked = new WeakMap<SpeechRequest, Tracked>();
+  const live = new Set<GuildSession>();
+
+  const started = (session: GuildSession): void => {
+    // A join that failed at once has already ended (and been reported ended) inside the constructor.
+    if (!session.ended) live.add(session);
+    let awaitingFirst: Tracked | undefined;
+    let lastResource: unknown;
+    let lastPacketAt: number | undefined;
+
+    const enqueue = session.enqueue.bind(session);
+    session.enqueue = (request) => {
+      const entry: Tracked = {
+        source: autoread.has(request) ? 'autoread' : 'speak',
+        queuedAt: performance.now(),
+        ended: false,
+      };
+      const observed: SpeechRequest = {
+        ...request,
+        onFailure: (error) => {
+          if (!entry.ended) {
+            entry.ended = true;
+            events.utteranceEnded(entry.source, error instanceof BudgetRefusedError ? 'refused' : 'failed');
+          }
+          request.onFailure(error);
+        },
+      };
+      tracked.set(observed, entry);
+      events.utteranceQueued(entry.source);
+      return enqueue(observed);
+    };
+
+    session.player.on('stateChange', (_old: AudioPlayerState, next: AudioPlayerState) => {
+      if (next.status !== AudioPlayerStatus.Playing || next.resource === lastResource) return;
+      lastResource = next.resource;
+      lastPacketAt = undefined;
+      // The session gives each resource its utterance as metadata; an unknown shape is simply not timed.
+      const request = (next.resource.metadata as { request?: SpeechRequest } | null)?.request;
+      awaitingFirst = request === undefined ? undefined : tracked.get(request);
+    });
+
+    const connection = session.connection;
+    const dispatch = connection.dispatchAudio.bind(connection);
+    connection.dispatchAudio = () => {
+      const sent = dispatch();
+      if (sent) {
+        const now = performance.now();
+        events.voicePacket(lastPacketAt !== undefined && now - lastPacketAt > LATE_PACKET_MS);
+        lastPacketAt = now;
+        if (awaitingFirst && !awaitingFirst.ended) {
+          awaitingFirst.ended = true;
+          events.firstPacket(awaitingFirst.source, (now - awaitingFirst.queuedAt) / 1000);
+          events.utteranceEnded(awaitingFirst.source, 'spoken');
+        }
+        awaitingFirst = undefined;
+      }
+      return sent;
+    };
+    connection.on('transitioned', () => events.daveTransition());
+    connection.on('stateChange', (_old: VoiceConnectionState, next: VoiceConnectionState) => {
+      if (
+        next.status === VoiceConnectionStatus.Disconnected &&
+        'closeCode' in next &&
+        DAVE_CLOSE_CODES.has(next.closeCode)
+      ) {
+        events.daveFailure('close');
+      }
+    });
+    connection.on('error', (error) => {
+      if (/\b(dave|mls|e2ee)\b|decrypt/i.test(error.message)) events.daveFailure('error');
+    });
+  };
+
+  return {
+    markAutoread: (request) => autoread.add(request),
+    observer: { started, ended: (session) => live.delete(session) },
+    autoread: (voice) => ({
+      get: (guildId) => {
+        const session = voice.get(guildId);
+        if (!session) return undefined;
+        return {
+          get channelId() {
+            return session.channelId;
+          },
+          enqueue: (request) => {
+            autoread.add(request);
+            return session.enqueue(request);
+          },
+          withdraw: (key) => session.withdraw(key),
+        };
+      },
+    }),
+    views: (client) =>
+      [...live].map((session) => {
+        const channel = client.channels.cache.get(session.channelId ?? '');
+        return {
+          guildId: session.guildId,
+          guildName: client.guilds.cache.get(session.guildId)?.name ?? session.guildId,
+          channelName: channel && 'name' in channel ? (channel.name ?? '') : '',
+          queueDepth: session.pending,
+          connection: session.connection.state.status,
+          player: session.player.state.status,
+        };
+      }),
+  };
+}
+
+/**
+ * Gives every synthesis an utterance id and logs its course on a child logger carrying the server and that id,
+ * so the TTS request id, the cost and a failure of one utterance can be found together. Never logs the text.
+ */
+export function logUtterances(synthesize: GuildSynthesize, logger: Logger): GuildSynthesize {
+  let next = 1;
+  return async (request, signal, guildId) => {
+    const log = logger.child({ guild: guildId, utterance: `u${next++}` });
+    const started = performance.now();
+    log.debug('utterance synthesis started', { characters: [...request.text].length });
+    try {
+      const result = await synthesize(request, signal, guildId);
+      log.debug('utterance audio arriving', {
+        requestId: result.requestId,
+        costUsd: result.costUsd,
+        ms: Math.round(performance.now() - started),
+      });
+      return result;
+    } catch (error) {
+      log.debug('utterance synthesis failed', { err: error, ms: Math.round(performance.now() - started) });
+      throw error;
+    }
+  };
+}
+
+/** A logger that also keeps its latest warnings and errors for the status page; see {@link RecentProblem}. */
+export function keepRecentProblems(
+  logger: Logger,
+  options: { readonly secrets: readonly string[]; readonly limit?: number; readonly now?: () => number },
+): { readonly logger: Logger; recent(): readonly RecentProblem[] } {
+  const limit = options.limit ?? 20;
+  const now = options.now ?? Date.now;
+  const secrets = options.secrets.filter((secret) => secret.length >= 8);
+  const scrub = (text: string): string =>
+    secrets.reduce((acc, secret) => acc.split(secret).join('[redacted]'), text);
+  const problems: RecentProblem[] = [];
+
+  const keep = (level: 'warn' | 'error', message: string, fields: LogFields | undefined): void => {
+    const error = Object.values(fields ?? {}).find((value): value is Error => value instanceof Error);
+    problems.unshift({
+      at: now(),
+      level,
+      message: scrub(message),
+      detail: error ? scrub(`${error.name}: ${error.message}`) : undefined,
+    });
+    problems.length = Math.min(problems.length, limit);
+  };
+  const wrap = (target: Logger): Logger => ({
+    debug: (message, fields) => target.debug(message, fields),
+    info: (message, fields) => target.info(message, fields),
+    warn: (message, fields) => {
+      keep('warn', message, fields);
+      target.warn(message, fields);
+    },
+    error: (message, fields) => {
+      keep('error', message, fields);
+      target.error(message, fields);
+    },
+    child: (fields) => wrap(target.child(fields)),
+  });
+  return { logger: wrap(logger), recent: () => [...problems] };
+}

@@ -1,0 +1,197 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../log.ts';
+import { checkReadiness, type ReadinessProbes } from './health.ts';
+import type { OpsState } from './state.ts';
+import { DAYS_SHOWN, renderLoginPage, renderStatusPage } from './status-page.ts';
+
+/** Options of {@link startOpsServer}. */
+export interface OpsServerOptions {
+  readonly port: number;
+  readonly host: string;
+  /** `METRICS_TOKEN`: when set, `/` and `/metrics` need it (bearer header or the login cookie). */
+  readonly token: string | undefined;
+  readonly registry: Registry;
+  readonly state: OpsState;
+  readonly probes: ReadinessProbes;
+  /** Strings never sent in any answer (the token, the key, the metrics token). */
+  readonly secrets: readonly string[];
+  readonly logger: Logger;
+  /** Bound on the TTS readiness check. */
+  readonly ttsReadyTimeoutMs?: number;
+  readonly now?: () => number;
+}
+
+/** The running endpoint. */
+export interface OpsServer {
+  /** `http://host:port`. */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+const COOKIE = 'herald_status';
+const DAY_MS = 86_400_000;
+
+/**
+ * Serves `/healthz` and `/readyz` (open, for orchestrators; JSON), and `/metrics` (Prometheus text) and `/` (the
+ * status page), which need `METRICS_TOKEN` when it is set: as `Authorization: Bearer …`, or through the login form
+ * at `/login`, which sets an HttpOnly cookie holding an HMAC of the token (never the token itself).
+ */
+export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
+  const now = options.now ?? Date.now;
+  const secrets = options.secrets.filter((secret) => secret.length >= 8);
+  const scrub = (text: string): string =>
+    secrets.reduce((acc, secret) => acc.split(secret).join('[redacted]'), text);
+  const token = options.token;
+  const cookieValue =
+    token === undefined ? undefined : createHmac('sha256', token).update('herald-status-v1').digest('hex');
+
+  const authorized = (request: IncomingMessage): boolean => {
+    if (token === undefined || cookieValue === undefined) return true;
+    const header = request.headers.authorization;
+    if (header?.startsWith('Bearer ') && sameSecret(header.slice('Bearer '.length).trim(), token))
+      return true;
+    const cookie = cookieOf(request.headers.cookie, COOKIE);
+    return cookie !== undefined && sameSecret(cookie, cookieValue);
+  };
+
+  const send = (
+    response: ServerResponse,
+    status: number,
+    type: string,
+    body: string,
+    headers: Record<string, string> = {},
+  ): void => {
+    const text = scrub(body);
+    response.writeHead(status, {
+      'content-type': type,
+      'content-length': Buffer.byteLength(text),
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      ...headers,
+    });
+    response.end(text);
+  };
+  const json = (response: ServerResponse, status: number, body: unknown): void =>
+    send(response, status, 'application/json; charset=utf-8', `${JSON.stringify(body)}\n`);
+  const unauthorized = (response: ServerResponse, wantsHtml: boolean, failed = false): void => {
+    if (wantsHtml) send(response, 401, 'text/html; charset=utf-8', renderLoginPage(failed));
+    else
+      send(response, 401, 'text/plain; charset=utf-8', 'METRICS_TOKEN required (Authorization: Bearer …)\n', {
+        'www-authenticate': 'Bearer',
+      });
+  };
+
+  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+    const method = request.method ?? 'GET';
+    if (method === 'GET' && path === '/healthz') {
+      json(response, 200, { status: 'ok', uptimeSeconds: Math.round(process.uptime()) });
+      return;
+    }
+    if (method === 'GET' && path === '/readyz') {
+      const readiness = await checkReadiness(options.probes, {
+        ...(options.ttsReadyTimeoutMs === undefined ? {} : { ttsTimeoutMs: options.ttsReadyTimeoutMs }),
+      });
+      json(response, readiness.ready ? 200 : 503, readiness);
+      return;
+    }
+    if (method === 'GET' && path === '/metrics') {
+      if (!authorized(request)) return unauthorized(response, false);
+      send(response, 200, options.registry.contentType, await options.registry.metrics());
+      return;
+    }
+    if (method === 'GET' && path === '/') {
+      if (!authorized(request)) return unauthorized(response, true);
+      const at = now();
+      const page = renderStatusPage({
+        now: at,
+        budget: options.state.budget(),
+        ledger: options.state.ledger(at - DAYS_SHOWN * DAY_MS),
+        sessions: options.state.sessions(),
+        problems: options.state.recentProblems(),
+        gatewayConnected: options.state.gatewayConnected(),
+      });
+      send(response, 200, 'text/html; charset=utf-8', page, {
+        'content-security-policy':
+          "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'",
+      });
+      return;
+    }
+    if (method === 'POST' && path === '/login') {
+      const form = new URLSearchParams(await readSmallBody(request));
+      const given = form.get('token') ?? '';
+      if (token === undefined || cookieValue === undefined) {
+        send(response, 303, 'text/plain; charset=utf-8', '', { location: '/' });
+      } else if (sameSecret(given, token)) {
+        send(response, 303, 'text/plain; charset=utf-8', '', {
+          location: '/',
+          'set-cookie': `${COOKIE}=${cookieValue}; HttpOnly; SameSite=Strict; Path=/`,
+        });
+      } else {
+        unauthorized(response, true, true);
+      }
+      return;
+    }
+    json(response, 404, { error: 'not found', paths: ['/', '/metrics', '/healthz', '/readyz'] });
+  };
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      options.logger.error('ops endpoint failed', { err: error, path: request.url });
+      if (!response.headersSent) json(response, 500, { error: 'internal error' });
+      else response.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  options.logger.info('ops endpoint listening', {
+    url: `http://${host}:${port}`,
+    protected: token !== undefined,
+  });
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Constant-time equality of two secrets of any length (their SHA-256 digests are compared). */
+export function sameSecret(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+function cookieOf(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return rest.join('=');
+  }
+  return undefined;
+}
+
+/** A login form is tiny; anything over 4 KiB is cut off rather than buffered. */
+async function readSmallBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > 4096) break;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,216 @@
+import { type BudgetStatus, formatUsd, type LedgerEntry } from '../budget/index.ts';
+import { RESUME_HINT } from './health.ts';
+import type { RecentProblem, SessionView } from './state.ts';
+
+/** Everything the status page shows, read at the moment it is asked for. */
+export interface StatusPageData {
+  /** Ms since the epoch. */
+  readonly now: number;
+  readonly budget: BudgetStatus;
+  /** Ledger rows of the last {@link DAYS_SHOWN} days. */
+  readonly ledger: readonly LedgerEntry[];
+  readonly sessions: readonly SessionView[];
+  readonly problems: readonly RecentProblem[];
+  readonly gatewayConnected: boolean;
+}
+
+/** One bar of a spend chart. */
+export interface SpendBucket {
+  /** Start of the bucket, ms since the epoch (UTC). */
+  readonly start: number;
+  readonly usd: number;
+  readonly characters: number;
+  readonly generations: number;
+}
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+/** Hours in the hourly spend chart. */
+export const HOURS_SHOWN = 24;
+/** Days in the daily spend chart (and how far back the page reads the ledger). */
+export const DAYS_SHOWN = 14;
+
+/** Spend per bucket of `sizeMs` for the `count` buckets ending with the one holding `now`; UTC-aligned. */
+export function spendBuckets(
+  ledger: readonly LedgerEntry[],
+  now: number,
+  sizeMs: number,
+  count: number,
+): SpendBucket[] {
+  const last = Math.floor(now / sizeMs) * sizeMs;
+  const first = last - (count - 1) * sizeMs;
+  const buckets = Array.from({ length: count }, (_, i) => ({
+    start: first + i * sizeMs,
+    usd: 0,
+    characters: 0,
+    generations: 0,
+  }));
+  for (const entry of ledger) {
+    const index = Math.floor((entry.at - first) / sizeMs);
+    const bucket = buckets[index];
+    if (!bucket) continue;
+    // Spend counts the reported cost, or the reservation's estimate when the service sent none (as /budget does).
+    bucket.usd += entry.costUsd ?? entry.estimatedCostUsd ?? 0;
+    bucket.characters += entry.characters;
+    bucket.generations += 1;
+  }
+  return buckets;
+}
+
+/** The status page: one self-contained HTML document, charts drawn as inline SVG, no script. */
+export function renderStatusPage(data: StatusPageData): string {
+  const { budget } = data;
+  const hourly = spendBuckets(data.ledger, data.now, HOUR_MS, HOURS_SHOWN);
+  const daily = spendBuckets(data.ledger, data.now, DAY_MS, DAYS_SHOWN);
+  const balance = budget.balanceUsd;
+  const state =
+    budget.status === 'active'
+      ? `<p id="budget-state" data-state="active" class="ok">Speaking: spending is allowed.</p>`
+      : `<p id="budget-state" data-state="blocked" data-reason="${budget.reason}" class="bad">Stopped since ${iso(budget.since)}: ${
+          budget.reason === 'floor-reached'
+            ? 'the balance reached the floor.'
+            : 'the TTS service refused a request for lack of credit.'
+        }</p><p id="resume">${escapeHtml(RESUME_HINT)}</p>`;
+
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Herald status</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<h1>Herald</h1>
+<p class="muted">As of ${iso(data.now)} · gateway ${data.gatewayConnected ? '<span class="ok">connected</span>' : '<span class="bad">not connected</span>'}</p>
+<section>
+<h2>Budget</h2>
+<p class="big">Balance <strong id="balance" data-usd="${balance ?? ''}">${balance === undefined ? 'not seen yet' : formatUsd(balance)}</strong>
+against the floor <strong id="floor" data-usd="${budget.floorUsd}">${formatUsd(budget.floorUsd)}</strong>${
+    budget.warnUsd === undefined ? '' : ` (warning at ${formatUsd(budget.warnUsd)})`
+  }</p>
+${balanceBar(balance, budget.floorUsd, budget.warnUsd)}
+<p class="muted">${budget.balanceSeenAt === undefined ? '' : `Balance seen ${iso(budget.balanceSeenAt)}. `}Price ${
+    budget.pricePerCharUsd === undefined
+      ? 'not known yet'
+      : `${formatUsd(budget.pricePerCharUsd)} per character`
+  } (${budget.priceSource}). In flight: ${budget.inFlight} (${formatUsd(budget.reservedUsd)} reserved).</p>
+${state}
+</section>
+<section>
+<h2>Spend per hour (last ${HOURS_SHOWN} h, UTC)</h2>
+${barChart('spend-hourly', hourly, (start) => new Date(start).toISOString().slice(11, 13))}
+<h2>Spend per day (last ${DAYS_SHOWN} days, UTC)</h2>
+${barChart('spend-daily', daily, (start) => new Date(start).toISOString().slice(5, 10))}
+</section>
+<section>
+<h2>Speaking now</h2>
+${sessionsTable(data.sessions)}
+</section>
+<section>
+<h2>Latest warnings and errors</h2>
+${problemsList(data.problems)}
+</section>
+</body>
+</html>
+`;
+}
+
+/** The login form shown (with 401) when `METRICS_TOKEN` is set and the request carries no valid token. */
+export function renderLoginPage(failed: boolean): string {
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Herald status: sign in</title><style>${STYLE}</style></head>
+<body>
+<h1>Herald</h1>
+<form method="post" action="/login">
+<p>This page needs the operator's <code>METRICS_TOKEN</code>.</p>
+${failed ? '<p class="bad" id="login-failed">That token is not right.</p>' : ''}
+<label>Token <input type="password" name="token" autocomplete="current-password" required></label>
+<button type="submit">Sign in</button>
+</form>
+</body>
+</html>
+`;
+}
+
+const STYLE = `
+body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; padding: 0 1rem; color: #1d232a; }
+h1 { margin-bottom: 0; } h2 { font-size: 1.05rem; margin-top: 1.6rem; }
+section { border-top: 1px solid #d8dde3; }
+.muted { color: #5c6670; } .big { font-size: 1.2rem; }
+.ok { color: #17803d; } .bad { color: #b42318; font-weight: 600; }
+table { border-collapse: collapse; } td, th { padding: .25rem .8rem .25rem 0; text-align: left; }
+svg text { font: 10px system-ui, sans-serif; fill: #5c6670; }
+`;
+
+function balanceBar(balance: number | undefined, floor: number, warn: number | undefined): string {
+  if (balance === undefined) return '';
+  const top = Math.max(balance, warn ?? 0, floor) * 1.1 || 1;
+  const x = (usd: number): number => Math.round((Math.max(0, usd) / top) * 600);
+  const colour = balance <= floor ? '#b42318' : warn !== undefined && balance <= warn ? '#c4820e' : '#17803d';
+  return `<svg id="balance-bar" width="600" height="28" viewBox="0 0 600 28" role="img" aria-label="balance against the floor">
+<rect x="0" y="4" width="600" height="16" fill="#eef1f4"/>
+<rect x="0" y="4" width="${x(balance)}" height="16" fill="${colour}"/>
+<line x1="${x(floor)}" x2="${x(floor)}" y1="0" y2="24" stroke="#1d232a" stroke-width="2"/>
+${warn === undefined ? '' : `<line x1="${x(warn)}" x2="${x(warn)}" y1="0" y2="24" stroke="#c4820e" stroke-dasharray="3 2"/>`}
+</svg>`;
+}
+
+/** A bar chart as SVG; each bar carries its figures as data attributes and a tooltip. */
+function barChart(id: string, buckets: readonly SpendBucket[], label: (start: number) => string): string {
+  const width = 720;
+  const height = 140;
+  const chartHeight = 110;
+  const max = Math.max(...buckets.map((bucket) => bucket.usd), 0);
+  const slot = width / buckets.length;
+  const bars = buckets
+    .map((bucket, i) => {
+      const h = max === 0 ? 0 : Math.max(bucket.usd > 0 ? 2 : 0, (bucket.usd / max) * (chartHeight - 12));
+      const x = i * slot;
+      return `<g class="bar" data-start="${new Date(bucket.start).toISOString()}" data-usd="${bucket.usd}" data-generations="${bucket.generations}" data-characters="${bucket.characters}">
+<rect x="${(x + 2).toFixed(1)}" y="${(chartHeight - h).toFixed(1)}" width="${(slot - 4).toFixed(1)}" height="${h.toFixed(1)}" fill="#3867d6"><title>${label(bucket.start)}: ${formatUsd(bucket.usd)}, ${bucket.generations} generations, ${bucket.characters} characters</title></rect>
+${i % Math.ceil(buckets.length / 12) === 0 ? `<text x="${(x + slot / 2).toFixed(1)}" y="${height - 14}" text-anchor="middle">${label(bucket.start)}</text>` : ''}
+</g>`;
+    })
+    .join('\n');
+  const total = buckets.reduce((sum, bucket) => sum + bucket.usd, 0);
+  return `<svg id="${id}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="spend chart" data-total-usd="${total}">
+<line x1="0" x2="${width}" y1="${chartHeight}" y2="${chartHeight}" stroke="#d8dde3"/>
+${bars}
+<text x="0" y="10">max ${formatUsd(max)} · total ${formatUsd(total)}</text>
+</svg>`;
+}
+
+function sessionsTable(sessions: readonly SessionView[]): string {
+  if (sessions.length === 0) return '<p id="sessions" class="muted">Herald is in no voice channel.</p>';
+  const rows = sessions
+    .map(
+      (session) =>
+        `<tr><td>${escapeHtml(session.guildName)}</td><td>${escapeHtml(session.channelName)}</td><td class="queue">${session.queueDepth}</td><td>${escapeHtml(session.player)}</td><td>${escapeHtml(session.connection)}</td></tr>`,
+    )
+    .join('\n');
+  return `<table id="sessions"><thead><tr><th>Server</th><th>Voice channel</th><th>Queue</th><th>Player</th><th>Connection</th></tr></thead>
+<tbody>${rows}</tbody></table>`;
+}
+
+function problemsList(problems: readonly RecentProblem[]): string {
+  if (problems.length === 0) return '<p id="problems" class="muted">None since Herald started.</p>';
+  const items = problems
+    .map(
+      (problem) =>
+        `<li class="${problem.level}"><span class="muted">${iso(problem.at)}</span> <strong>${problem.level}</strong> ${escapeHtml(problem.message)}${
+          problem.detail === undefined ? '' : ` — <code>${escapeHtml(problem.detail)}</code>`
+        }</li>`,
+    )
+    .join('\n');
+  return `<ul id="problems">${items}</ul>`;
+}
+
+function iso(at: number): string {
+  return new Date(at).toISOString().replace('T', ' ').slice(0, 19);
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

@@ -1,0 +1,111 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { type BudgetStore, createSqliteBudgetStore } from '../../src/budget/index.ts';
+import { createLogger } from '../../src/log.ts';
+import {
+  logUtterances,
+  noOpsEvents,
+  type OpsEvents,
+  observeBudgetStore,
+  observeGenerate,
+} from '../../src/ops/index.ts';
+import { openSqlite } from '../../src/storage/sqlite.ts';
+import { TtsAbortedError, TtsTimeoutError } from '../../src/tts/index.ts';
+import type { SpeechRequest } from '../../src/voice/session.ts';
+
+function recorder() {
+  const seen: [string, ...unknown[]][] = [];
+  const events = Object.fromEntries(
+    Object.keys(noOpsEvents).map((name) => [name, (...args: unknown[]) => seen.push([name, ...args])]),
+  ) as unknown as OpsEvents;
+  return { events, seen };
+}
+
+const result = {
+  audio: new PassThrough(),
+  contentType: 'audio/ogg',
+  format: 'opus' as const,
+  sampleRate: 48_000,
+  durationS: 1,
+  costUsd: 0.002,
+  balanceUsd: 9,
+  requestId: 'req-1',
+  attempts: 1,
+};
+const request: SpeechRequest = {
+  text: 'secret member text',
+  speaker: { id: 'id', name: 'Bella', voiceKey: 'k', gender: null, languages: null },
+  requestedBy: { id: '42', name: 'Bob' },
+  onFailure: () => {},
+};
+
+describe('observeBudgetStore', () => {
+  it('reports each ledger row as charged and each transition into a stop once', () => {
+    const { events, seen } = recorder();
+    const store: BudgetStore = observeBudgetStore(createSqliteBudgetStore(openSqlite(':memory:')), events);
+    const entry = {
+      kind: 'speech' as const,
+      guildId: '1',
+      userId: '2',
+      characters: 20,
+      costUsd: 0.002,
+      estimatedCostUsd: null,
+      balanceAfterUsd: 0.5,
+      requestId: null,
+      at: 1,
+    };
+    store.recordGeneration(entry, store.account());
+    const blocked = { ...store.account(), blockedSince: 2, blockedReason: 'floor-reached' as const };
+    store.recordGeneration({ ...entry, costUsd: null }, blocked);
+    store.saveAccount(blocked);
+    store.saveAccount({ ...blocked, blockedSince: null, blockedReason: null });
+    store.saveAccount({ ...blocked, blockedReason: 'service-refused' });
+    expect(seen).toEqual([
+      ['charged', 20, 0.002],
+      ['charged', 20, 0],
+      ['budgetStopped', 'floor-reached'],
+      ['budgetStopped', 'service-refused'],
+    ]);
+    expect(store.ledger()).toHaveLength(2);
+  });
+});
+
+describe('observeGenerate', () => {
+  it('times the headers, counts failures by code, and never counts an abort', async () => {
+    const { events, seen } = recorder();
+    await observeGenerate(async () => result, events)();
+    await expect(
+      observeGenerate(async () => Promise.reject(new TtsTimeoutError('first-byte', 'slow')), events)(),
+    ).rejects.toThrow('slow');
+    await expect(
+      observeGenerate(async () => Promise.reject(new TtsAbortedError()), events)(),
+    ).rejects.toThrow();
+    await expect(observeGenerate(async () => Promise.reject(new Error('?')), events)()).rejects.toThrow();
+    expect(seen.map(([name, arg]) => [name, typeof arg === 'number' ? 'n' : arg])).toEqual([
+      ['ttsFirstByte', 'n'],
+      ['ttsError', 'TTS_TIMEOUT'],
+      ['ttsError', 'OTHER'],
+    ]);
+  });
+});
+
+describe('logUtterances', () => {
+  it('logs each utterance with its server and its own id, never its text', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ level: 'debug', write: (line) => lines.push(JSON.parse(line)) });
+    const synthesize = logUtterances(async () => result, logger);
+    const signal = new AbortController().signal;
+    await synthesize(request, signal, '111');
+    await logUtterances(async () => Promise.reject(new Error('boom')), logger)(request, signal, '222').catch(
+      () => {},
+    );
+    expect(lines.map((line) => [line.msg, line.guild, line.utterance])).toEqual([
+      ['utterance synthesis started', '111', 'u1'],
+      ['utterance audio arriving', '111', 'u1'],
+      ['utterance synthesis started', '222', 'u1'],
+      ['utterance synthesis failed', '222', 'u1'],
+    ]);
+    expect(lines[1]).toMatchObject({ requestId: 'req-1', costUsd: 0.002 });
+    expect(JSON.stringify(lines)).not.toContain('secret member text');
+  });
+});

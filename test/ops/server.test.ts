@@ -1,0 +1,233 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { BudgetStatus, LedgerEntry } from '../../src/budget/index.ts';
+import { silentLogger } from '../../src/log.ts';
+import {
+  createOpsMetrics,
+  keepRecentProblems,
+  type OpsServer,
+  type OpsState,
+  renderStatusPage,
+  sameSecret,
+  spendBuckets,
+  startOpsServer,
+} from '../../src/ops/index.ts';
+
+const HOUR = 3_600_000;
+const NOW = Date.UTC(2026, 10, 23, 18, 30);
+const SECRET_KEY = 'ttsprov_live_supersecretkey0123';
+
+const active: BudgetStatus = {
+  status: 'active',
+  balanceUsd: 9.5,
+  balanceSeenAt: NOW - 1000,
+  floorUsd: 1,
+  warnUsd: 3,
+  pricePerCharUsd: 0.0001,
+  priceSource: 'learned',
+  memberCharsPerMinute: 5000,
+  inFlight: 0,
+  reservedUsd: 0,
+};
+
+const entry = (at: number, characters: number, costUsd: number | null): LedgerEntry => ({
+  id: at,
+  kind: 'speech',
+  guildId: '1',
+  userId: '2',
+  characters,
+  costUsd,
+  estimatedCostUsd: 0.5,
+  balanceAfterUsd: null,
+  requestId: null,
+  at,
+  wasted: null,
+  day: new Date(at).toISOString().slice(0, 10),
+});
+
+function state(overrides: Partial<OpsState> = {}): OpsState {
+  return {
+    budget: () => active,
+    sessions: () => [],
+    gatewayConnected: () => true,
+    ledger: () => [],
+    recentProblems: () => [],
+    ...overrides,
+  };
+}
+
+let server: OpsServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function start(token: string | undefined, s: OpsState = state()): Promise<OpsServer> {
+  server = await startOpsServer({
+    port: 0,
+    host: '127.0.0.1',
+    token,
+    registry: createOpsMetrics(s).registry,
+    state: s,
+    probes: {
+      gatewayConnected: () => true,
+      database: () => {},
+      tts: async () => [],
+      budget: () => active,
+    },
+    secrets: [SECRET_KEY, ...(token ? [token] : [])],
+    logger: silentLogger,
+    now: () => NOW,
+  });
+  return server;
+}
+
+describe('spendBuckets', () => {
+  it('puts each ledger row in its UTC hour, counting the estimate when the cost is unknown', () => {
+    const buckets = spendBuckets(
+      [entry(NOW - 30 * HOUR, 5, 1), entry(NOW - HOUR, 10, 0.25), entry(NOW, 20, 0.5), entry(NOW, 7, null)],
+      NOW,
+      HOUR,
+      24,
+    );
+    expect(buckets).toHaveLength(24);
+    expect(buckets[23]).toMatchObject({
+      start: Date.UTC(2026, 10, 23, 18),
+      usd: 1,
+      characters: 27,
+      generations: 2,
+    });
+    expect(buckets[22]).toMatchObject({ usd: 0.25, generations: 1 });
+    expect(buckets.reduce((sum, b) => sum + b.generations, 0)).toBe(3);
+  });
+});
+
+describe('renderStatusPage', () => {
+  it('shows the balance, the floor, a stop with how to resume, and escapes what servers named', () => {
+    const html = renderStatusPage({
+      now: NOW,
+      budget: { ...active, status: 'blocked', since: NOW - HOUR, reason: 'service-refused' },
+      ledger: [entry(NOW, 20, 0.5)],
+      sessions: [
+        {
+          guildId: '1',
+          guildName: '<script>x</script>',
+          channelName: 'Lounge',
+          queueDepth: 2,
+          connection: 'ready',
+          player: 'playing',
+        },
+      ],
+      problems: [{ at: NOW, level: 'error', message: 'tts failed', detail: 'TtsServiceError: <b>500</b>' }],
+      gatewayConnected: false,
+    });
+    expect(html).toContain('id="balance" data-usd="9.5">$9.50<');
+    expect(html).toContain('data-state="blocked" data-reason="service-refused"');
+    expect(html).toMatch(/\/budget recheck/);
+    expect(html).not.toContain('<script>');
+    expect(html).toContain('&#60;script&#62;');
+    expect(html).toContain('&#60;b&#62;500');
+    expect(html).toContain('not connected');
+  });
+});
+
+describe('startOpsServer', () => {
+  it('serves everything without a token when none is set', async () => {
+    const { url } = await start(undefined);
+    for (const path of ['/', '/metrics', '/healthz', '/readyz'])
+      expect((await fetch(`${url}${path}`)).status).toBe(200);
+  });
+
+  it('asks for the token on / and /metrics only; accepts a bearer token or the login cookie', async () => {
+    const token = 'a-long-operator-token-123456';
+    const { url } = await start(token);
+    expect((await fetch(`${url}/metrics`)).status).toBe(401);
+    const page = await fetch(`${url}/`);
+    expect(page.status).toBe(401);
+    expect(await page.text()).toContain('<form method="post" action="/login">');
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    expect((await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(
+      200,
+    );
+    expect((await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}x` } })).status).toBe(
+      401,
+    );
+
+    const wrong = await fetch(`${url}/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: 'nope' }),
+      redirect: 'manual',
+    });
+    expect(wrong.status).toBe(401);
+    const login = await fetch(`${url}/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ token }),
+      redirect: 'manual',
+    });
+    expect(login.status).toBe(303);
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    expect(cookie).toMatch(/^herald_status=[0-9a-f]{64}$/);
+    expect(cookie).not.toContain(token);
+    expect((await fetch(`${url}/`, { headers: { cookie } })).status).toBe(200);
+    expect((await fetch(`${url}/`, { headers: { cookie: `${cookie.slice(0, -1)}0` } })).status).toBe(401);
+  });
+
+  it('answers /readyz 503 with the failing check, and scrubs secrets from every answer', async () => {
+    server = await startOpsServer({
+      port: 0,
+      host: '127.0.0.1',
+      token: undefined,
+      registry: createOpsMetrics(state()).registry,
+      state: state({
+        recentProblems: () => [{ at: NOW, level: 'warn', message: `key ${SECRET_KEY}`, detail: undefined }],
+      }),
+      probes: {
+        gatewayConnected: () => true,
+        database: () => {
+          throw new Error(`locked by ${SECRET_KEY}`);
+        },
+        tts: async () => [],
+        budget: () => active,
+      },
+      secrets: [SECRET_KEY],
+      logger: silentLogger,
+    });
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(503);
+    const body = await ready.text();
+    expect(JSON.parse(body)).toMatchObject({ ready: false, checks: { database: { ok: false } } });
+    expect(body).not.toContain(SECRET_KEY);
+    expect(await (await fetch(`${server.url}/`)).text()).not.toContain(SECRET_KEY);
+  });
+});
+
+describe('sameSecret', () => {
+  it.each([
+    ['abc', 'abc', true],
+    ['abc', 'abd', false],
+    ['abc', 'abcd', false],
+    ['', 'abc', false],
+  ])('%s vs %s → %s', (a, b, same) => expect(sameSecret(a, b)).toBe(same));
+});
+
+describe('keepRecentProblems', () => {
+  it('keeps the latest warnings and errors, newest first, scrubbed, and still logs them', () => {
+    const lines: string[] = [];
+    const base = {
+      ...silentLogger,
+      warn: (m: string) => lines.push(m),
+      error: (m: string) => lines.push(m),
+      child: () => base,
+    };
+    const kept = keepRecentProblems(base, { secrets: [SECRET_KEY], limit: 2, now: () => NOW });
+    kept.logger.info('not kept');
+    kept.logger.warn('first');
+    kept.logger
+      .child({ guild: '1' })
+      .error(`second ${SECRET_KEY}`, { err: new TypeError(`bad ${SECRET_KEY}`) });
+    kept.logger.warn('third');
+    expect(kept.recent().map((p) => p.message)).toEqual(['third', 'second [redacted]']);
+    expect(kept.recent()[1]?.detail).toBe('TypeError: bad [redacted]');
+    expect(lines).toHaveLength(3);
+  });
+});
