@@ -31,3 +31,6 @@ node_ok node || { echo "setup: no Node >= 22.12 available" >&2; exit 1; }
 # @discordjs/opus has no prebuilt binary reachable from here and compiles from source (about 20 s).
 npm rebuild @discordjs/opus
 node -e 'require("@discordjs/opus"); console.log("setup: @discordjs/opus loads under Node " + process.version)'
+
+# The stamp that makes `npm start` / `npm test` skip this script until the lock file or Node changes.
+node scripts/ensure-setup.mjs --write

@@ -139,6 +139,23 @@ export function parseConfig(env: Env): ConfigResult {
   };
 }
 
+/** The variables that say which Discord application and which TTS service Herald uses. */
+const IDENTITY_VARIABLES = [
+  'DISCORD_TOKEN',
+  'DISCORD_APPLICATION_ID',
+  'DISCORD_REST_URL',
+  'TTS_BASE_URL',
+  'TTS_API_KEY',
+] as const;
+
+/**
+ * True when none of the Discord and TTS variables is set (blank counts as unset): a first run, which gets the
+ * sandbox. Any one of them set means the operator meant the real bot, and missing ones are problems.
+ */
+export function isUnconfigured(env: Env): boolean {
+  return IDENTITY_VARIABLES.every((name) => (env[name]?.trim() ?? '') === '');
+}
+
 /** The secrets in a config, for the logger to scrub. */
 export function secretsOf(config: Config): string[] {
   return [config.discord.token, config.tts.apiKey, ...(config.ops.token ? [config.ops.token] : [])];

@@ -16,6 +16,7 @@ import {
 import { createAudioCache, createSqliteCacheStore } from './cache/index.ts';
 import type { Deps } from './command.ts';
 import { type Config, secretsOf } from './config.ts';
+import { contained } from './contain.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
 import { createSqliteMemberStore, tunedSynthesize } from './members/index.ts';
@@ -233,25 +234,68 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   });
 
   const onInteraction = createInteractionHandler(commands, deps);
-  client.on(Events.InteractionCreate, (interaction) => void onInteraction(interaction));
-  client.on(Events.VoiceStateUpdate, (oldState, newState) => {
-    voice.onVoiceStateUpdate(oldState, newState);
-    void voiceAutoJoin.onVoiceMove({
-      guildId: newState.guild.id,
-      bot: newState.member?.user.bot ?? newState.id === client.user?.id,
-      oldChannelId: oldState.channelId,
-      newChannelId: newState.channelId,
-    });
-  });
-  client.on(Events.ChannelDelete, (channel) => {
-    if (!channel.isDMBased()) voice.onChannelDelete(channel.id, channel.guildId);
-  });
-  client.on(Events.MessageCreate, (message) => void reader.onMessageCreate(message));
-  client.on(Events.MessageDelete, (message) => reader.onMessageDelete(message));
-  client.on(Events.MessageBulkDelete, (messages) => {
-    for (const message of messages.values()) reader.onMessageDelete(message);
-  });
-  client.on(Events.GuildDelete, (guild) => voice.onGuildDelete(guild.id));
+  // Every handler is contained: an exception in one server's event is logged with that server, never fatal.
+  client.on(
+    Events.InteractionCreate,
+    contained(logger, 'interaction', (interaction) => interaction.guildId, onInteraction),
+  );
+  client.on(
+    Events.VoiceStateUpdate,
+    contained(
+      logger,
+      'voice state',
+      (_old, state) => state.guild.id,
+      (oldState, newState) => {
+        voice.onVoiceStateUpdate(oldState, newState);
+        // Auto-join catches and logs its own failures; the promise never rejects.
+        void voiceAutoJoin.onVoiceMove({
+          guildId: newState.guild.id,
+          bot: newState.member?.user.bot ?? newState.id === client.user?.id,
+          oldChannelId: oldState.channelId,
+          newChannelId: newState.channelId,
+        });
+      },
+    ),
+  );
+  client.on(
+    Events.ChannelDelete,
+    contained(
+      logger,
+      'channel delete',
+      (channel) => (channel.isDMBased() ? null : channel.guildId),
+      (channel) => {
+        if (!channel.isDMBased()) voice.onChannelDelete(channel.id, channel.guildId);
+      },
+    ),
+  );
+  client.on(
+    Events.MessageCreate,
+    contained(logger, 'message', (message) => message.guildId, reader.onMessageCreate),
+  );
+  client.on(
+    Events.MessageDelete,
+    contained(logger, 'message delete', (message) => message.guildId, reader.onMessageDelete),
+  );
+  client.on(
+    Events.MessageBulkDelete,
+    contained(
+      logger,
+      'bulk delete',
+      (messages) => messages.first()?.guildId,
+      (messages) => {
+        for (const message of messages.values()) reader.onMessageDelete(message);
+      },
+    ),
+  );
+  client.on(
+    Events.GuildDelete,
+    contained(
+      logger,
+      'guild delete',
+      (guild) => guild.id,
+      (guild) => voice.onGuildDelete(guild.id),
+    ),
+  );
   client.on(Events.Error, (error) => logger.error('discord client error', { err: error }));
   client.on(Events.Warn, (message) => logger.warn('discord client warning', { message }));
   client.once(Events.ClientReady, (ready) =>

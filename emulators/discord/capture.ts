@@ -56,6 +56,8 @@ export interface VoiceCapture {
   untilFrames(count: number, o?: { timeoutMs?: number }): Promise<void>;
   /** Forgets the captured frames and speaking updates. */
   clear(): void;
+  /** Calls `listener` after every frame, speaking update and connection change; returns the unsubscribe. */
+  subscribe(listener: () => void): () => void;
 }
 
 /** The emulator-side half of a capture: where the voice server feeds frames and state in. */
@@ -171,6 +173,10 @@ export function createCapture(): CaptureSink {
       frames.length = 0;
       speaking.length = 0;
       cursor = 0;
+    },
+    subscribe: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
   };
 

@@ -339,6 +339,10 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     },
     daveGroup: (guild) => dave.group(guild.id),
     daveListener: (guild, member) => dave.listener(guild.id, member.id),
+    subscribe: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     close: async () => {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();

@@ -242,6 +242,8 @@ export interface DiscordEmulator {
     guild: Guild,
     member: Member,
   ): { epoch(): bigint; welcomedAt(): number | undefined } | undefined;
+  /** Calls `listener` after every change the emulator makes or sees (not voice frames); returns the unsubscribe. */
+  subscribe(listener: () => void): () => void;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -23,7 +24,7 @@ function run(
   args: string[],
   env: Record<string, string>,
   until?: RegExp,
-): { child: ChildProcess; done: Promise<Run>; seen: Promise<void> } {
+): { child: ChildProcess; done: Promise<Run>; seen: Promise<string> } {
   // A clean environment: nothing from this machine's shell or a developer's .env leaks in.
   const child = spawn(process.execPath, [script, ...args], {
     cwd: mkdtempSync(join(tmpdir(), 'herald-proc-')),
@@ -31,13 +32,13 @@ function run(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  let resolveSeen: () => void = () => {};
-  const seen = new Promise<void>((resolve) => {
+  let resolveSeen: (output: string) => void = () => {};
+  const seen = new Promise<string>((resolve) => {
     resolveSeen = resolve;
   });
   const collect = (chunk: Buffer) => {
     output += chunk.toString();
-    if (until?.test(output)) resolveSeen();
+    if (until?.test(output)) resolveSeen(output);
   };
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
@@ -81,6 +82,44 @@ describe('npm start', () => {
     }
     expect(output).not.toMatch(/\bat .+:\d+:\d+/); // no stack frames
     expect(output).not.toContain(secretKey);
+  });
+
+  it('starts the sandbox when nothing is configured: one line with its address on 127.0.0.1, then the page', async () => {
+    const sandbox = run(INDEX, [], { SANDBOX_PORT: '0' }, /Herald sandbox: open \S+/);
+    const line =
+      /Herald sandbox: open (http:\/\/127\.0\.0\.1:\d+\/) \(a local Discord, a local TTS service/.exec(
+        await sandbox.seen,
+      );
+    expect(line).not.toBeNull();
+    const page = await fetch(line?.[1] ?? '');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<title>Herald sandbox</title>');
+    sandbox.child.kill('SIGTERM');
+    const { code, output } = await sandbox.done;
+    expect(code).toBe(0);
+    expect(output.trim().split('\n')).toHaveLength(1); // the one line, nothing else
+  });
+
+  it('says which variable to change when the sandbox’s port is taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const { code, output } = await run(INDEX, [], { SANDBOX_PORT: String(port) }).done;
+      expect(code).toBe(1);
+      expect(output).toContain(
+        `Herald sandbox cannot start: port ${port} is in use; choose another with SANDBOX_PORT`,
+      );
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('never falls back to the sandbox when some configuration is there', async () => {
+    const { code, output } = await run(INDEX, [], { DISCORD_REST_URL: 'http://127.0.0.1:1/api' }).done;
+    expect(code).toBe(1);
+    expect(output).toMatch(/^Herald cannot start; fix the configuration:/);
+    expect(output).not.toContain('sandbox');
   });
 
   it('logs in, answers, shuts down cleanly on SIGTERM, and never prints the token or the key', async () => {
