@@ -99,6 +99,11 @@ export const autoread = {
         )
         .addBooleanOption((option) =>
           option.setName('link-domains').setDescription('Say “a link to example.com” instead of “a link”'),
+        )
+        .addBooleanOption((option) =>
+          option
+            .setName('auto-join')
+            .setDescription('Come without /join: a message here, or a member joining a read voice channel'),
         ),
     )
     .addSubcommand((sub) => sub.setName('show').setDescription('Show the auto-read settings of this server.'))
@@ -201,6 +206,7 @@ async function changeSettings(
     maxChars: options.getInteger('max-chars') ?? undefined,
     emoji: (options.getString('emoji') ?? undefined) as AutoReadEmoji | undefined,
     linkDomains: options.getBoolean('link-domains') ?? undefined,
+    autoJoin: options.getBoolean('auto-join') ?? undefined,
   });
   if (Object.keys(patch).length === 0) {
     const settings = await store.settings(interaction.guildId);
@@ -228,6 +234,7 @@ export function describeSettings(settings: AutoReadSettings, optedOut: boolean |
     `• Length: at most ${settings.maxChars} characters per message`,
     `• Emoji: ${settings.emoji === 'name' ? 'read by name' : 'left out'}`,
     `• Links: ${settings.linkDomains ? '“a link to example.com”' : '“a link”'}`,
+    `• Auto-join: ${settings.autoJoin ? 'on: a message in a read channel, or a member joining a read voice channel, brings me into their voice channel' : 'off (/join or /speak brings me)'}`,
   ];
   if (optedOut !== undefined) {
     lines.push(`• You: ${optedOut ? 'not read (/autoread me enabled:true to change)' : 'read'}`);

@@ -12,7 +12,9 @@ import {
   formatUsd,
   type GuildBudgetSettings,
   type RecheckOutcome,
+  utcDay,
 } from '../src/budget/index.ts';
+import type { CacheSavings } from '../src/cache/index.ts';
 import type { Command, Deps } from '../src/command.ts';
 import { respondEphemeral } from '../src/replies.ts';
 
@@ -59,6 +61,17 @@ export const budget = {
             .setDescription('A text channel Herald can post in')
             .addChannelTypes(ChannelType.GuildText),
         ),
+    )
+    .addSubcommand((sub) =>
+      sub
+        .setName('cache')
+        .setDescription('Keep generated speech of this server’s members to replay it without paying again.')
+        .addBooleanOption((option) =>
+          option
+            .setName('enabled')
+            .setDescription('False: never store this server’s speech; every message is paid for')
+            .setRequired(true),
+        ),
     ),
 
   // `Deps & BudgetDeps` until the composition root merges BudgetDeps into Deps.
@@ -79,16 +92,35 @@ export const budget = {
       return respondEphemeral(interaction, '/budget needs the Manage Server permission.');
     }
     switch (subcommand) {
-      case 'show':
+      case 'show': {
+        const [savings, cacheOn] = await Promise.all([
+          deps.cache.savings(interaction.guildId, utcDay(Date.now())),
+          deps.cache.guildEnabled(interaction.guildId),
+        ]);
         return respondEphemeral(
           interaction,
-          renderBudget(
-            deps.budget.status(),
-            deps.budget.spendToday(interaction.guildId),
-            deps.budget.guildSettings(interaction.guildId),
-            deps.budgetAlertChannelId,
-          ),
+          [
+            renderBudget(
+              deps.budget.status(),
+              deps.budget.spendToday(interaction.guildId),
+              deps.budget.guildSettings(interaction.guildId),
+              deps.budgetAlertChannelId,
+            ),
+            '',
+            renderCacheSavings(savings, cacheOn && deps.cacheEnabled),
+          ].join('\n'),
         );
+      }
+      case 'cache': {
+        const enabled = interaction.options.getBoolean('enabled', true);
+        await deps.cache.setGuildEnabled(interaction.guildId, enabled);
+        return respondEphemeral(
+          interaction,
+          enabled
+            ? `Herald now keeps this server’s short utterances (up to ${deps.cacheMaxChars} characters) and replays them without paying again.${deps.cacheEnabled ? '' : ' The operator has the audio cache turned off, so this waits until it is on.'}`
+            : 'Herald no longer stores this server’s speech: every message is generated, and paid for, again.',
+        );
+      }
       case 'cap': {
         const usd = interaction.options.getNumber('usd', true);
         if (!Number.isFinite(usd) || usd < 0) {
@@ -168,6 +200,20 @@ export function renderBudget(
       : []),
   ];
   return lines.join('\n');
+}
+
+/** The audio cache lines of `/budget show`: what replaying instead of paying saved, today and in total. */
+export function renderCacheSavings(
+  savings: { readonly day: CacheSavings; readonly total: CacheSavings },
+  active: boolean,
+): string {
+  const line = (s: CacheSavings): string =>
+    `${plural(s.hits, 'hit')} · ${s.characters.toLocaleString('en')} characters · ${formatUsd(s.usd)} not spent`;
+  return [
+    `**Audio cache** · ${active ? 'on' : 'off'} for this server (/budget cache)`,
+    `Saved today: ${line(savings.day)}`,
+    `Saved in total: ${line(savings.total)}`,
+  ].join('\n');
 }
 
 /** The `/budget recheck` reply. */

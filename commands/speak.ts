@@ -3,6 +3,7 @@ import { describeRefusal } from '../src/budget/index.ts';
 import type { Command } from '../src/command.ts';
 import { acknowledgeEphemeral, describeFailure, NO_MENTIONS } from '../src/replies.ts';
 import { resolveSpeaker } from '../src/speakers.ts';
+import { compilePronunciations, normaliseSpeech } from '../src/text/normalise.ts';
 import { countCharacters, MAX_TEXT_CHARACTERS } from '../src/tts/index.ts';
 import { describeJoinRefusal, describeQueueFull, speakerAutocomplete } from './shared.ts';
 
@@ -19,7 +20,15 @@ export const speak = {
   async execute(interaction, deps) {
     // Everything below may wait on the network (the voice list, a join): acknowledge within Discord's 3 s first.
     const reply = acknowledgeEphemeral(interaction, deps.logger);
-    const text = interaction.options.getString('text', true);
+    const [blocked, dictionary] = await Promise.all([
+      deps.members.blocked(interaction.guildId, interaction.user.id),
+      deps.members.dictionary(interaction.guildId),
+    ]);
+    if (blocked) return reply(BLOCKED);
+    // The dictionary applies before the length limit and the cost estimate, as for auto-read.
+    const text = normaliseSpeech(interaction.options.getString('text', true), {
+      pronunciations: compilePronunciations(dictionary),
+    });
     const characters = countCharacters(text.trim());
     if (characters === 0) return reply('There is nothing to say: the text is empty.');
     if (characters > MAX_TEXT_CHARACTERS) {
@@ -92,6 +101,8 @@ export const speak = {
 
   autocomplete: speakerAutocomplete,
 } satisfies Command;
+
+const BLOCKED = 'An admin of this server has blocked you from having Herald speak for you here.';
 
 function preview(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();

@@ -6,10 +6,14 @@ import type {
 } from 'discord.js';
 import type { AutoReadStore } from './autoread/settings.ts';
 import type { BudgetDeps } from './budget/index.ts';
+import type { CacheStore } from './cache/index.ts';
 import type { Logger } from './log.ts';
+import type { MemberStore } from './members/index.ts';
+import type { PreviewFile } from './members/preview.ts';
 import type { SettingsStore } from './storage/index.ts';
-import type { TtsClient } from './tts/index.ts';
+import type { ApiForm, TtsClient } from './tts/index.ts';
 import type { VoiceManager } from './voice/manager.ts';
+import type { SpeechRequest } from './voice/session.ts';
 
 /** Everything a command handler may use, passed explicitly: no globals, no container. */
 export interface Deps extends BudgetDeps {
@@ -23,6 +27,18 @@ export interface Deps extends BudgetDeps {
   readonly defaultSpeaker: string | undefined;
   /** Best estimate of what `characters` will cost, when known. */
   readonly estimateCostUsd: (characters: number) => number | undefined;
+  /** The audio cache's per-server choice and savings (`/budget cache`, `/budget show`). */
+  readonly cache: Pick<CacheStore, 'savings' | 'guildEnabled' | 'setGuildEnabled'>;
+  /** False when the operator turned the audio cache off (`AUDIO_CACHE_MB=0`). */
+  readonly cacheEnabled: boolean;
+  /** `AUDIO_CACHE_MAX_CHARS`: longer utterances are never cached. */
+  readonly cacheMaxChars: number;
+  /** Dictionary, block list, spoken names and temperatures (`/dictionary`, `/block`, `/nickname`, `/voice-tune`). */
+  readonly members: MemberStore;
+  /** `TTS_API_FORM`: the variant form has no temperature. */
+  readonly ttsForm: ApiForm;
+  /** A voice preview as a file to attach (through the cache and the guard), for members not in voice. */
+  readonly renderPreviewFile: (request: SpeechRequest, guildId: string) => Promise<PreviewFile>;
 }
 
 /** A slash command: its definition (the name is written once, in `data`) and its handlers. */

@@ -1,4 +1,5 @@
 import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
+import { type CacheConfig, parseCacheConfig } from './cache/index.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { isSnowflake } from './snowflake.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
@@ -22,6 +23,8 @@ export interface Config {
   readonly idleTimeoutMs: number;
   /** The budget guard's floor, warning level, alert channel, price, member rate and operators. */
   readonly budget: BudgetConfig;
+  /** The audio cache: size bound, age, longest cached utterance, folder. */
+  readonly cache: CacheConfig;
   /** `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`: utterances waiting in one server, and of one member there. */
   readonly queueLimits: { readonly perServer: number; readonly perMember: number };
   /** The operations endpoint (`/metrics`, `/healthz`, `/readyz`, the status page); off when `port` is undefined. */
@@ -73,6 +76,9 @@ export function parseConfig(env: Env): ConfigResult {
 
   const databasePath = parseDatabaseUrl(value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite', problems);
 
+  const cache = parseCacheConfig(env, databasePath);
+  if (!cache.ok) problems.push(...cache.problems);
+
   const logLevel = (value('LOG_LEVEL') ?? 'info').toLowerCase();
   if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}.`);
 
@@ -110,6 +116,7 @@ export function parseConfig(env: Env): ConfigResult {
     problems.length > 0 ||
     !tts.ok ||
     !budget.ok ||
+    !cache.ok ||
     token === undefined ||
     applicationId === undefined ||
     !isLogLevel(logLevel)
@@ -125,6 +132,7 @@ export function parseConfig(env: Env): ConfigResult {
       logLevel,
       idleTimeoutMs: idleSeconds * 1000,
       budget: budget.value,
+      cache: cache.value,
       queueLimits: { perServer, perMember },
       ops: { port: metricsPort, host: value('METRICS_HOST') ?? '127.0.0.1', token: metricsToken },
     },

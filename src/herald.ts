@@ -2,7 +2,8 @@ import { generateDependencyReport } from '@discordjs/voice';
 import { Client, Events, GatewayIntentBits } from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
-import { createAutoReader } from './autoread/reader.ts';
+import { createVoiceAutoJoin } from './autoread/auto-join.ts';
+import { createAutoReader, type LiveSession } from './autoread/reader.ts';
 import { createSqliteAutoReadStore } from './autoread/settings.ts';
 import {
   budgetedSynthesize,
@@ -12,11 +13,14 @@ import {
   createTtsProbe,
   startBudgetRechecks,
 } from './budget/index.ts';
+import { createAudioCache, createSqliteCacheStore } from './cache/index.ts';
 import type { Deps } from './command.ts';
 import { type Config, secretsOf } from './config.ts';
 import { contained } from './contain.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
+import { createSqliteMemberStore, tunedSynthesize } from './members/index.ts';
+import { isPreview, renderPreviewFile } from './members/preview.ts';
 import { createOperatorCheck } from './operators.ts';
 import {
   createOpsMetrics,
@@ -103,6 +107,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const autoread = createSqliteAutoReadStore(db);
   const budgetStore = observeBudgetStore(createSqliteBudgetStore(db), events);
   const voiceState = createSqliteVoiceStateStore(db);
+  const cacheStore = createSqliteCacheStore(db);
+  const members = createSqliteMemberStore(db);
   const tts = createTtsClient({
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
@@ -128,14 +134,34 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       },
     }),
   });
+  const audioCache = await createAudioCache({
+    config: config.cache,
+    service: { baseUrl: config.tts.baseUrl, form: config.tts.form },
+    store: cacheStore,
+    estimateUsd: (characters) => budget.estimateUsd(characters),
+    // A preview is a fixed sentence, not a member's speech: cached even where a server turned caching off.
+    alwaysCache: isPreview,
+    logger: logger.child({ component: 'cache' }),
+  });
   const voiceLogger = logger.child({ component: 'voice' });
   const budgeted = budgetedSynthesize(
     budget,
     observeGenerate(
-      (request, signal) => tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
+      (request, signal) =>
+        tts.generate({
+          text: request.text,
+          speakerId: request.speaker.id,
+          ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+          signal,
+        }),
       events,
     ),
   );
+  // Outermost first: the member's temperature, then the cache (a hit stops here), then the guard and the service.
+  const synthesize = tunedSynthesize(audioCache.wrap(budgeted.synthesize), {
+    store: members,
+    form: config.tts.form,
+  });
   const voice = new VoiceManager({
     logger: voiceLogger,
     idleTimeoutMs: config.idleTimeoutMs,
@@ -145,8 +171,9 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     limits: config.queueLimits,
     // Each server's voice channel and queue, kept so a restart rejoins and finishes it.
     onSnapshot: persistSnapshots(voiceState, logger.child({ component: 'voice' })),
-    synthesize: logUtterances(budgeted.synthesize, voiceLogger),
-    onUnplayed: (result, _request, reason) => budgeted.unplayed(result, reason),
+    synthesize: logUtterances(synthesize, voiceLogger),
+    // A cache hit was never paid for; a first play through the cache is the guard's own result behind the tee.
+    onUnplayed: (result, _request, reason) => budgeted.unplayed(audioCache.paidResultOf(result), reason),
     // Sessions are watched only when someone can look: with the endpoint off, voice runs exactly as without it.
     ...(metrics ? { observer: watch.observer } : {}),
   });
@@ -167,7 +194,29 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       logger,
     ),
     budgetAlertChannelId: config.budget.alertChannelId,
+    cache: cacheStore,
+    cacheEnabled: audioCache.enabled,
+    cacheMaxChars: config.cache.maxChars,
+    members,
+    ttsForm: config.tts.form,
+    renderPreviewFile: (request, guildId) => renderPreviewFile(synthesize, request, guildId),
   };
+
+  /** Joins a voice channel by id for auto-join; the session, or undefined when Herald cannot join it. */
+  const joinById = (guildId: string, voiceChannelId: string, announceId: string): LiveSession | undefined => {
+    const guild = client.guilds.cache.get(guildId);
+    const channel = guild?.channels.cache.get(voiceChannelId);
+    if (!channel?.isVoiceBased()) return undefined;
+    const announce = guild?.channels.cache.get(announceId);
+    const outcome = voice.join(channel, announce?.isSendable() ? announce : undefined);
+    return outcome.kind === 'joined' || outcome.kind === 'already-here' ? outcome.session : undefined;
+  };
+  const voiceAutoJoin = createVoiceAutoJoin({
+    store: autoread,
+    voice,
+    join: (guildId, channelId) => joinById(guildId, channelId, channelId),
+    logger: logger.child({ component: 'autoread' }),
+  });
 
   const reader = createAutoReader({
     store: autoread,
@@ -177,6 +226,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     tts,
     defaultSpeaker: config.tts.defaultSpeaker,
     logger: logger.child({ component: 'autoread' }),
+    join: joinById,
+    members,
     notify: (channelId, error) => {
       const channel = client.channels.cache.get(channelId);
       if (!channel?.isSendable()) return;
@@ -199,7 +250,16 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       logger,
       'voice state',
       (_old, state) => state.guild.id,
-      (oldState, newState) => voice.onVoiceStateUpdate(oldState, newState),
+      (oldState, newState) => {
+        voice.onVoiceStateUpdate(oldState, newState);
+        // Auto-join catches and logs its own failures; the promise never rejects.
+        void voiceAutoJoin.onVoiceMove({
+          guildId: newState.guild.id,
+          bot: newState.member?.user.bot ?? newState.id === client.user?.id,
+          oldChannelId: oldState.channelId,
+          newChannelId: newState.channelId,
+        });
+      },
     ),
   );
   client.on(

@@ -27,6 +27,8 @@ export interface DecideContext {
   readonly heraldVoiceChannelId: string | null;
   /** The author opted out of being read in this server. */
   readonly optedOut: boolean;
+  /** An admin blocked the author (`/block`). */
+  readonly blocked?: boolean;
 }
 
 /** Why a message is not read; a value, logged at debug level, never an error. */
@@ -38,6 +40,7 @@ export type IgnoreReason =
   | 'webhook'
   | 'bot'
   | 'opted-out'
+  | 'blocked'
   | 'silent'
   | 'prefix'
   | 'not-in-voice'
@@ -55,7 +58,7 @@ export type Decision =
  */
 export function decide(message: MessageFacts, settings: AutoReadSettings, context: DecideContext): Decision {
   const herald = context.heraldVoiceChannelId;
-  // Auto-read never brings Herald into voice; it only speaks while a /join or /speak keeps it there.
+  // Not in voice (and not about to auto-join the author's channel): nothing can be read.
   if (herald === null) return ignore('herald-not-in-voice');
   const via = settings.channelIds.includes(message.channelId)
     ? 'bound-channel'
@@ -68,6 +71,7 @@ export function decide(message: MessageFacts, settings: AutoReadSettings, contex
   if (settings.ignoreBots && message.webhook) return ignore('webhook');
   if (settings.ignoreBots && message.bot) return ignore('bot');
   if (context.optedOut) return ignore('opted-out');
+  if (context.blocked) return ignore('blocked');
   if (settings.skipSilent && message.silent) return ignore('silent');
   if (settings.prefix !== '' && message.content.trimStart().startsWith(settings.prefix))
     return ignore('prefix');

@@ -1,9 +1,11 @@
 import { MessageFlags } from 'discord.js';
 import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { MemberStore } from '../members/index.ts';
 import { resolveSpeaker } from '../speakers.ts';
 import type { SettingsStore } from '../storage/index.ts';
 import {
+  compilePronunciations,
   DEFAULT_REPEAT_CAP,
   type MessageToSpeak,
   needsAuthorPrefix,
@@ -63,8 +65,15 @@ export interface LiveSession {
 export interface AutoReaderOptions {
   /** Auto-read settings, bound channels and opt-outs. */
   readonly store: AutoReadStore;
-  /** Where Herald is in voice; a `VoiceManager` fits. Auto-read never joins. */
+  /** Where Herald is in voice; a `VoiceManager` fits. */
   readonly voice: { get(guildId: string): LiveSession | undefined };
+  /**
+   * Auto-join: brings Herald into `voiceChannelId` (announcing in `textChannelId`) and returns the session, or
+   * undefined when it cannot join. Without it, auto-read never joins.
+   */
+  readonly join?: (guildId: string, voiceChannelId: string, textChannelId: string) => LiveSession | undefined;
+  /** The server's dictionary, block list and spoken names; without it, none apply. */
+  readonly members?: Pick<MemberStore, 'dictionary' | 'blocked' | 'spokenName'>;
   /** The member's and server's chosen voices. */
   readonly settings: Pick<SettingsStore, 'guild' | 'memberSpeaker'>;
   /** The speaker list (cached by the client). */
@@ -121,12 +130,21 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
 
   async function handle(arrived: Arrived, ticket: { deleted: boolean }): Promise<void> {
     const { guildId, facts, message } = arrived;
-    const [settings, optedOut] = await Promise.all([
+    const members = options.members;
+    const [settings, optedOut, blocked] = await Promise.all([
       store.settings(guildId),
       store.optedOut(guildId, facts.authorId),
+      members?.blocked(guildId, facts.authorId) ?? false,
     ]);
-    const session = voice.get(guildId);
-    const decision = decide(facts, settings, { heraldVoiceChannelId: session?.channelId ?? null, optedOut });
+    let session = voice.get(guildId);
+    // Auto-join: decided as if Herald were already in the author's voice channel.
+    const joinTo =
+      session === undefined && settings.autoJoin && options.join ? facts.authorVoiceChannelId : null;
+    const decision = decide(facts, settings, {
+      heraldVoiceChannelId: session?.channelId ?? joinTo,
+      optedOut,
+      blocked,
+    });
     const log = logger.child({ guild: guildId, channel: facts.channelId, message: arrived.id });
     if (decision.kind === 'ignore') {
       log.debug('auto-read ignored a message', { reason: decision.reason });
@@ -134,7 +152,11 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
     }
 
     const authorId = facts.authorId;
-    const name = arrived.authorName;
+    const [spokenName, dictionary] = await Promise.all([
+      members?.spokenName(guildId, authorId) ?? null,
+      members?.dictionary(guildId) ?? [],
+    ]);
+    const name = spokenName ?? arrived.authorName;
     const at = now();
     const announce =
       settings.announceAuthor &&
@@ -149,6 +171,7 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       emoji: settings.emoji,
       maxChars: Math.min(settings.maxChars, MAX_TEXT_CHARACTERS),
       repeatCap: DEFAULT_REPEAT_CAP,
+      pronunciations: compilePronunciations(dictionary),
       ...(announce ? { authorPrefix: name } : {}),
     });
     if (text === '') {
@@ -161,6 +184,14 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
     if (!speaker) {
       log.warn('auto-read has no voice to speak with: the speech service lists none');
       return;
+    }
+    if (session === undefined && joinTo !== null && !ticket.deleted) {
+      session = options.join?.(guildId, joinTo, facts.channelId);
+      if (!session) {
+        log.debug('auto-read could not auto-join the author’s voice channel');
+        return;
+      }
+      log.info('auto-joined the author’s voice channel', { voiceChannel: joinTo });
     }
     // The lookups above took time: the message may have been deleted, or Herald may have left or moved.
     const live = voice.get(guildId);
@@ -191,8 +222,14 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
   return {
     onMessageCreate(message) {
       const guildId = message.guildId;
-      // Most messages arrive while Herald is not in voice in their server: skip them without touching storage.
-      if (guildId === null || voice.get(guildId) === undefined) return Promise.resolve();
+      // Most messages arrive while Herald is not in voice in their server: skip them without touching storage,
+      // unless auto-join could bring Herald to the author.
+      if (
+        guildId === null ||
+        (voice.get(guildId) === undefined && !(options.join && message.member?.voice.channelId))
+      ) {
+        return Promise.resolve();
+      }
       const ticket = { deleted: false };
       inFlight.set(message.id, ticket);
       // Read at arrival: discord.js updates cached users, members and voice states in place as later events come.

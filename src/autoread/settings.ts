@@ -34,6 +34,11 @@ export interface AutoReadSettings {
   readonly emoji: AutoReadEmoji;
   /** Say "a link to example.com" instead of "a link". */
   readonly linkDomains: boolean;
+  /**
+   * Come without a command: a message in a read channel while Herald is not in voice brings it into the author's
+   * voice channel, and so does a member joining a voice channel that is itself read.
+   */
+  readonly autoJoin: boolean;
 }
 
 /** The settings an admin may change with one call; channels and opt-outs have their own methods. */
@@ -62,6 +67,7 @@ export function defaultAutoReadSettings(guildId: string): AutoReadSettings {
     maxChars: 300,
     emoji: 'name',
     linkDomains: false,
+    autoJoin: false,
   };
 }
 
@@ -119,6 +125,7 @@ export const AUTOREAD_MIGRATIONS: readonly string[] = [
      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
      PRIMARY KEY (guild_id, user_id)
    );`,
+  'ALTER TABLE autoread_settings ADD COLUMN auto_join INTEGER;',
 ];
 
 type Row = Record<(typeof COLUMNS)[number], string | number | null>;
@@ -134,6 +141,7 @@ const COLUMNS = [
   'max_chars',
   'emoji',
   'link_domains',
+  'auto_join',
 ] as const;
 
 /**
@@ -227,6 +235,7 @@ function fromRow(guildId: string, row: Row | undefined): Omit<AutoReadSettings, 
     // A value written by a newer Herald that this one does not know reads as the default.
     emoji: row.emoji === 'drop' || row.emoji === 'name' ? row.emoji : defaults.emoji,
     linkDomains: flag(row.link_domains, defaults.linkDomains),
+    autoJoin: flag(row.auto_join, defaults.autoJoin),
   };
 }
 
@@ -243,6 +252,7 @@ function toRow(patch: AutoReadSettingsPatch): Partial<Row> {
   if (patch.maxChars !== undefined) row.max_chars = patch.maxChars;
   if (patch.emoji !== undefined) row.emoji = patch.emoji;
   if (patch.linkDomains !== undefined) row.link_domains = flag(patch.linkDomains);
+  if (patch.autoJoin !== undefined) row.auto_join = flag(patch.autoJoin);
   return row;
 }
 

@@ -3,11 +3,18 @@ import { describeExtras } from './attachments.ts';
 import { cleanPlain, sanitise } from './clean.ts';
 import type { EmojiMode } from './emoji.ts';
 import { resolveMarkdown } from './markdown.ts';
+import { applyPronunciations, NO_PRONUNCIATIONS, type Pronunciations } from './pronounce.ts';
 import { truncate } from './truncate.ts';
 
 // The limit is in the service's own unit, so the count comes from the TTS client, re-exported for callers here.
 export { countCharacters } from '../tts/index.ts';
 export type { EmojiMode } from './emoji.ts';
+export {
+  compilePronunciations,
+  NO_PRONUNCIATIONS,
+  type Pronunciation,
+  type Pronunciations,
+} from './pronounce.ts';
 export { TRUNCATION_SUFFIX } from './truncate.ts';
 
 /** The parts of a Discord message that can be spoken. */
@@ -40,6 +47,16 @@ export interface NormaliseOptions {
   readonly authorPrefix?: string;
   /** IANA time zone in which Discord timestamps are spoken as dates; UTC by default. */
   readonly timeZone?: string;
+  /** The server's pronunciation dictionary, applied before the length limit; none by default. */
+  readonly pronunciations?: Pronunciations;
+}
+
+/**
+ * The text of a `/speak`: typed by the member as they want it said, so only the server's pronunciation
+ * dictionary applies. Run before the length limit and the cost estimate, like {@link normaliseMessage}.
+ */
+export function normaliseSpeech(text: string, options: { readonly pronunciations?: Pronunciations }): string {
+  return applyPronunciations(text, options.pronunciations ?? NO_PRONUNCIATIONS);
 }
 
 /** The limit on spoken characters per message when a server has not chosen one. */
@@ -99,11 +116,14 @@ export function normaliseMessage(message: MessageToSpeak, options: NormaliseOpti
     message.attachments ?? [],
     (message.stickers ?? []).map((sticker) => speakName(sticker.name, '')),
   );
-  const body = cleanPlain(`${content}\n${extras}`, clean);
+  const dictionary = options.pronunciations ?? NO_PRONUNCIATIONS;
+  const body = applyPronunciations(cleanPlain(`${content}\n${extras}`, clean), dictionary);
   // Punctuation alone would buy seconds of silence.
   if (!hasWords(body) || maxChars <= 0) return '';
   const prefix =
-    options.authorPrefix === undefined ? '' : `${speakName(options.authorPrefix, 'someone')} said, `;
+    options.authorPrefix === undefined
+      ? ''
+      : `${applyPronunciations(speakName(options.authorPrefix, 'someone'), dictionary)} said, `;
   let result = truncate(`${prefix}${body}`, maxChars);
   // A name that leaves no room for any of the message is dropped rather than read on its own.
   if (

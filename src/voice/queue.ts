@@ -7,6 +7,8 @@ import type { SynthesisPacing } from './pacing.ts';
 export interface SpeechRequest {
   readonly text: string;
   readonly speaker: Speaker;
+  /** The service's variability (0.5–2.0); undefined leaves the service's default. */
+  readonly temperature?: number;
   readonly requestedBy: { readonly id: string; readonly name: string };
   /** Identifies the source (e.g. a message id) so it can be withdrawn with {@link SpeechQueue.withdraw}. */
   readonly key?: string;

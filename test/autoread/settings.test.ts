@@ -36,6 +36,7 @@ describe('SQLite auto-read store', () => {
       maxChars: 300,
       emoji: 'name',
       linkDomains: false,
+      autoJoin: false,
     });
     expect(await store.optedOut('g', 'm')).toBe(false);
     db.close();
@@ -134,7 +135,7 @@ describe('SQLite auto-read store', () => {
       .prepare('SELECT component, version FROM schema_migrations ORDER BY component')
       .all();
     expect(versions).toEqual([
-      { component: 'autoread', version: 1 },
+      { component: 'autoread', version: 2 },
       { component: 'settings', version: 1 },
     ]);
     second.close();

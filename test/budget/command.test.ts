@@ -9,6 +9,7 @@ import { fakeService, makeGuard, NOON, req, speakOnce } from './helpers.ts';
 const OWNER = '111111111111111111';
 const ADMIN = '222222222222222222';
 const CHANNEL = '333333333333333333';
+const NO_SAVINGS = { hits: 0, characters: 0, usd: 0 };
 
 /** The parts of a slash-command interaction /budget touches; replies are collected. */
 function fakeInteraction(options: {
@@ -57,6 +58,13 @@ function setUp() {
     budgetProbe: probe,
     isOperator: async (userId: string) => userId === OWNER,
     budgetAlertChannelId: undefined,
+    cache: {
+      savings: async () => ({ day: NO_SAVINGS, total: NO_SAVINGS }),
+      guildEnabled: async () => true,
+      setGuildEnabled: async () => {},
+    },
+    cacheEnabled: true,
+    cacheMaxChars: 200,
   } as unknown as Deps & BudgetDeps;
   const run = async (options: Parameters<typeof fakeInteraction>[0]) => {
     const { interaction, replies } = fakeInteraction(options);
@@ -136,6 +144,10 @@ describe('/budget', () => {
       'Alerts: the log only (see /budget alerts)',
       '• <@444444444444444444>: $0.038 · 380 characters · 2 generations',
       '• <@555555555555555555>: $0.012 · 120 characters · 1 generation',
+      '',
+      '**Audio cache** · on for this server (/budget cache)',
+      'Saved today: 0 hits · 0 characters · $0.00 not spent',
+      'Saved in total: 0 hits · 0 characters · $0.00 not spent',
     ]);
     const charged = service.charges.reduce((sum, charge) => sum + charge.costUsd, 0);
     expect(guard.spendToday('g1').usd).toBeCloseTo(charged, 12);

@@ -73,6 +73,9 @@ export function heraldEnv(
     TTS_API_KEY: tts.apiKey,
     DATABASE_URL: `sqlite:${databasePath}`,
     LOG_LEVEL: 'debug',
+    // Most tests repeat a sentence on purpose and count what the service charged; the cache's own tests (and
+    // any test about it) turn it on with AUDIO_CACHE_MB.
+    AUDIO_CACHE_MB: '0',
   };
 }
 

@@ -223,11 +223,26 @@ describe('npm run deploy-commands', () => {
   it('registers every command in one server, with Manage Server as /voice-set’s default permission', async () => {
     const guild = discord.createGuild({ name: 'Deploy Test' });
     const { code, output } = await run(DEPLOY, ['--guild', guild.id], goodEnv()).done;
-    expect(output).toMatch(/Registered 9 commands in server/);
+    expect(output).toMatch(/Registered 14 commands in server/);
     expect(code).toBe(0);
     const registered = discord.commands.guild.get(guild.id) ?? [];
     expect(registered.map((command) => command.name).sort()).toEqual(
-      ['autoread', 'budget', 'join', 'leave', 'skip', 'speak', 'stop', 'voice-set', 'voices'].sort(),
+      [
+        'autoread',
+        'block',
+        'budget',
+        'dictionary',
+        'join',
+        'leave',
+        'nickname',
+        'skip',
+        'speak',
+        'stop',
+        'unblock',
+        'voice-set',
+        'voice-tune',
+        'voices',
+      ].sort(),
     );
     const voiceSet = registered.find((command) => command.name === 'voice-set');
     expect(voiceSet?.default_member_permissions).toBe(String(1 << 5)); // Manage Server
@@ -236,7 +251,7 @@ describe('npm run deploy-commands', () => {
 
   it('registers globally, and refuses a malformed server id', async () => {
     expect((await run(DEPLOY, [], goodEnv()).done).code).toBe(0);
-    expect(discord.commands.global.length).toBe(9);
+    expect(discord.commands.global.length).toBe(14);
     const refused = await run(DEPLOY, ['--guild', 'nope'], goodEnv()).done;
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/--guild needs a numeric server id/);
@@ -249,7 +264,7 @@ describe('npm run deploy-commands', () => {
     ).length;
     const equals = await run(DEPLOY, [`--guild=${guild.id}`], goodEnv()).done;
     expect(equals.output).toMatch(/in server/);
-    expect(discord.commands.guild.get(guild.id)?.length).toBe(9);
+    expect(discord.commands.guild.get(guild.id)?.length).toBe(14);
     const typo = await run(DEPLOY, ['--guid', guild.id], goodEnv()).done;
     expect(typo.code).toBe(1);
     expect(typo.output).toMatch(/Unknown option '--guid'/);

@@ -1,0 +1,189 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '../log.ts';
+import { decodeEntry, type Entry, encodeEntry } from './entry-file.ts';
+
+/** Options of {@link openDiskCache}. */
+export interface DiskCacheOptions {
+  /** The folder; created when missing. Nothing else should live in it. */
+  readonly dir: string;
+  /** The files together never exceed this many bytes (temporary files included). */
+  readonly maxBytes: number;
+  /** Entries created longer ago than this are deleted instead of played. */
+  readonly maxAgeMs: number;
+  readonly logger: Logger;
+  /** Clock in ms; `Date.now` by default. */
+  readonly now?: () => number;
+}
+
+/** Outcome of {@link DiskCache.put}. */
+export type PutOutcome = 'stored' | 'too-large' | 'no-room' | 'failed';
+
+/** Verified audio files on disk, named by key, evicted least recently used first. */
+export interface DiskCache {
+  /** The verified entry, or undefined (never stored, expired, or damaged: a damaged file is deleted). */
+  get(key: string): Promise<Entry | undefined>;
+  /** Stores an entry atomically (temporary file, fsync, rename), evicting the least recently used to make room. */
+  put(key: string, entry: Entry): Promise<PutOutcome>;
+  /** Bytes the entries (and files being written) take. */
+  readonly bytes: number;
+  /** Entries held. */
+  readonly size: number;
+}
+
+const SUFFIX = '.hac';
+const TEMP_SUFFIX = '.tmp';
+
+interface Known {
+  readonly bytes: number;
+  /** True while the file is being written: it cannot be evicted yet. */
+  writing: boolean;
+}
+
+/**
+ * Opens the cache folder: deletes leftover temporary files, indexes the entries by last use (file mtime, which a
+ * hit refreshes) and evicts down to the bound and the age limit.
+ */
+export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCache> {
+  const { dir, maxBytes, maxAgeMs, logger } = options;
+  const now = options.now ?? Date.now;
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  // A Map iterates in insertion order: re-inserting on every use keeps the least recently used first.
+  const index = new Map<string, Known>();
+  let total = 0;
+  const pathOf = (key: string): string => join(dir, `${key}${SUFFIX}`);
+
+  const found: { key: string; bytes: number; usedAt: number }[] = [];
+  for (const name of await readdir(dir)) {
+    const path = join(dir, name);
+    if (name.endsWith(TEMP_SUFFIX)) {
+      // A write that never reached its rename (a crash): never a valid entry.
+      await unlink(path).catch(() => {});
+      continue;
+    }
+    if (!name.endsWith(SUFFIX)) continue;
+    const info = await stat(path).catch(() => undefined);
+    if (!info?.isFile()) continue;
+    found.push({ key: name.slice(0, -SUFFIX.length), bytes: info.size, usedAt: info.mtimeMs });
+  }
+  found.sort((a, b) => a.usedAt - b.usedAt);
+  for (const file of found) {
+    if (now() - file.usedAt > maxAgeMs) {
+      await unlink(pathOf(file.key)).catch(() => {});
+      continue;
+    }
+    index.set(file.key, { bytes: file.bytes, writing: false });
+    total += file.bytes;
+  }
+
+  let writes: Promise<unknown> = Promise.resolve();
+
+  const forget = async (key: string): Promise<void> => {
+    const known = index.get(key);
+    if (!known) return;
+    index.delete(key);
+    total -= known.bytes;
+    await unlink(pathOf(key)).catch(() => {});
+  };
+
+  /** Evicts the least recently used settled entries until `needed` more bytes fit; false when they cannot. */
+  const makeRoom = async (needed: number): Promise<boolean> => {
+    const victims: string[] = [];
+    let freed = 0;
+    for (const [key, known] of index) {
+      if (total - freed + needed <= maxBytes) break;
+      if (known.writing) continue;
+      victims.push(key);
+      freed += known.bytes;
+    }
+    if (total - freed + needed > maxBytes) return false;
+    // Taken out of the index at once, before any await, so a concurrent put sees the room as already used.
+    for (const key of victims) {
+      const known = index.get(key);
+      if (!known) continue;
+      index.delete(key);
+      total -= known.bytes;
+    }
+    await Promise.all(victims.map((key) => unlink(pathOf(key)).catch(() => {})));
+    if (victims.length > 0) logger.debug('audio cache evicted', { entries: victims.length, bytes: freed });
+    return true;
+  };
+
+  return {
+    get bytes() {
+      return total;
+    },
+    get size() {
+      return index.size;
+    },
+
+    async get(key) {
+      const known = index.get(key);
+      if (!known || known.writing) return undefined;
+      const file = await readFile(pathOf(key)).catch(() => undefined);
+      if (index.get(key) !== known) return undefined;
+      const entry = file === undefined ? undefined : decodeEntry(file);
+      if (!entry) {
+        logger.warn('a damaged audio cache file was deleted; it will be generated again', {
+          bytesOnDisk: file?.length ?? 0,
+          bytesExpected: known.bytes,
+        });
+        await forget(key);
+        return undefined;
+      }
+      const at = now();
+      if (at - entry.meta.createdAt > maxAgeMs) {
+        await forget(key);
+        return undefined;
+      }
+      index.delete(key);
+      index.set(key, known);
+      // The mtime carries the last use across restarts; a failure only costs LRU precision.
+      await utimes(pathOf(key), at / 1000, at / 1000).catch(() => {});
+      return entry;
+    },
+
+    put(key, entry) {
+      // One write at a time: eviction and writing then never overlap, so the folder never passes the bound,
+      // even for an instant. Writes happen only on misses, so the queue stays short.
+      const run = writes.then(() => write(key, entry));
+      writes = run.catch(() => undefined);
+      return run;
+    },
+  };
+
+  async function write(key: string, entry: Entry): Promise<PutOutcome> {
+    const bytes = encodeEntry(entry.meta, entry.audio);
+    if (bytes.length > maxBytes) return 'too-large';
+    const previous = index.get(key);
+    if (previous?.writing) return 'stored';
+    if (previous) await forget(key);
+    if (!(await makeRoom(bytes.length))) return 'no-room';
+    const known: Known = { bytes: bytes.length, writing: true };
+    index.set(key, known);
+    total += bytes.length;
+    const temp = join(dir, `${key}.${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`);
+    try {
+      const handle = await open(temp, 'wx', 0o600);
+      try {
+        await handle.writeFile(bytes);
+        // Data on disk before the name: after a crash the name points at whole audio or at nothing.
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, pathOf(key));
+      known.writing = false;
+      return 'stored';
+    } catch (error) {
+      logger.warn('could not write an audio cache file', { err: error });
+      await unlink(temp).catch(() => {});
+      if (index.get(key) === known) {
+        index.delete(key);
+        total -= known.bytes;
+      }
+      return 'failed';
+    }
+  }
+}

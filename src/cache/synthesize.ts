@@ -1,0 +1,189 @@
+import { PassThrough, Transform } from 'node:stream';
+import type { Logger } from '../log.ts';
+import { countCharacters, type GenerateResult, TtsAbortedError } from '../tts/index.ts';
+import type { SpeechRequest, Synthesize } from '../voice/session.ts';
+import type { DiskCache } from './disk.ts';
+import type { Entry } from './entry-file.ts';
+import type { CacheStore } from './store.ts';
+
+/** Options of {@link cachedSynthesize}. */
+export interface CachedSynthesizeOptions {
+  readonly disk: DiskCache;
+  readonly store: Pick<CacheStore, 'guildEnabled' | 'recordHit'>;
+  /** The entry name of a request (see `cacheKey`). */
+  readonly keyOf: (request: SpeechRequest) => string;
+  /** Longer utterances are never looked up nor stored. */
+  readonly maxChars: number;
+  /** Requests cached whatever their server chose: fixed sentences such as voice previews, not members' speech. */
+  readonly alwaysCache?: (request: SpeechRequest) => boolean;
+  /** The saving of a hit whose original cost the service never reported. */
+  readonly estimateUsd: (characters: number) => number | undefined;
+  readonly logger: Logger;
+  /** Clock in ms; `Date.now` by default. */
+  readonly now?: () => number;
+  /** Told of each paid result and the result returned in its place (same headers, the audio behind a tee). */
+  readonly onPaid?: (returned: GenerateResult, paid: GenerateResult) => void;
+}
+
+/** No utterance short enough to be cached comes near this; a stream that does is not held in memory. */
+const MAX_ENTRY_AUDIO_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Wraps a paid synthesis with the audio cache. A hit plays from disk and `paid` is never called, so nothing is
+ * reserved or charged. A miss calls `paid` once per key however many ask at the same time (single flight): the
+ * first streams the service's response to its listeners while the same bytes are collected (a tee, so the cache
+ * never delays the first play); the others wait for those bytes and play them from memory. Complete audio is
+ * then written to disk; audio that failed or was cut short is never stored.
+ */
+export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOptions): Synthesize {
+  const { disk, store, keyOf, logger } = options;
+  const now = options.now ?? Date.now;
+  // Resolves with the leader's complete audio, or undefined when the leader failed (then another one leads).
+  // Kept until the file is on disk, so a request in between is served from memory rather than paid again.
+  const flights = new Map<string, Promise<Entry | undefined>>();
+
+  const served = (
+    entry: Entry,
+    request: SpeechRequest,
+    guildId: string,
+    characters: number,
+  ): GenerateResult => {
+    const savedUsd = entry.meta.costUsd ?? options.estimateUsd(characters) ?? 0;
+    store
+      .recordHit({ guildId, userId: request.requestedBy.id, characters, savedUsd, at: now() })
+      .catch((error: unknown) => logger.warn('could not record an audio cache hit', { err: error }));
+    const audio = new PassThrough();
+    audio.end(entry.audio);
+    return {
+      audio,
+      contentType: entry.meta.contentType,
+      format: entry.meta.format,
+      sampleRate: entry.meta.sampleRate,
+      durationS: entry.meta.durationS,
+      costUsd: 0,
+      balanceUsd: undefined,
+      requestId: undefined,
+      attempts: 0,
+    };
+  };
+
+  const lead = async (
+    key: string,
+    request: SpeechRequest,
+    signal: AbortSignal,
+    guildId: string,
+    characters: number,
+  ): Promise<GenerateResult> => {
+    let settle: (entry: Entry | undefined) => void = () => {};
+    const flight = new Promise<Entry | undefined>((resolve) => {
+      settle = resolve;
+    });
+    flights.set(key, flight);
+    const land = (entry: Entry | undefined): void => {
+      settle(entry);
+      if (!entry) {
+        if (flights.get(key) === flight) flights.delete(key);
+        return;
+      }
+      disk
+        .put(key, entry)
+        .then((outcome) => logger.debug('audio cache store', { outcome, bytes: entry.audio.length }))
+        .catch((error: unknown) => logger.warn('could not store audio in the cache', { err: error }))
+        .finally(() => {
+          if (flights.get(key) === flight) flights.delete(key);
+        });
+    };
+
+    let result: GenerateResult;
+    try {
+      result = await paid(request, signal, guildId);
+    } catch (error) {
+      land(undefined);
+      throw error;
+    }
+    const chunks: Buffer[] = [];
+    let collected = 0;
+    let landed = false;
+    const finish = (audio: Buffer | undefined): void => {
+      if (landed) return;
+      landed = true;
+      land(
+        audio && {
+          audio,
+          meta: {
+            format: result.format,
+            contentType: result.contentType,
+            sampleRate: result.sampleRate,
+            durationS: result.durationS,
+            characters,
+            costUsd: result.costUsd,
+            createdAt: now(),
+          },
+        },
+      );
+    };
+    const tee = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        if (collected <= MAX_ENTRY_AUDIO_BYTES) {
+          chunks.push(chunk);
+          collected += chunk.length;
+        }
+        callback(null, chunk);
+      },
+      flush(callback) {
+        // Called only once the service's stream ended cleanly: every byte it sent has passed through.
+        finish(collected <= MAX_ENTRY_AUDIO_BYTES && collected > 0 ? Buffer.concat(chunks) : undefined);
+        callback();
+      },
+    });
+    result.audio.on('error', (error) => {
+      finish(undefined);
+      tee.destroy(error);
+    });
+    tee.on('close', () => finish(undefined));
+    result.audio.pipe(tee);
+    const returned: GenerateResult = { ...result, audio: tee };
+    options.onPaid?.(returned, result);
+    return returned;
+  };
+
+  return async (request, signal, guildId) => {
+    const characters = countCharacters(request.text);
+    if (characters > options.maxChars) return paid(request, signal, guildId);
+    if (!(options.alwaysCache?.(request) ?? false) && !(await store.guildEnabled(guildId))) {
+      return paid(request, signal, guildId);
+    }
+    const key = keyOf(request);
+    for (;;) {
+      if (signal.aborted) throw new TtsAbortedError('The speech request was aborted.');
+      const flight = flights.get(key);
+      if (flight) {
+        const entry = await abortable(flight, signal);
+        if (entry) return served(entry, request, guildId, characters);
+        continue;
+      }
+      const stored = await disk.get(key);
+      if (stored) return served(stored, request, guildId, characters);
+      // Another request may have started paying while the disk was read.
+      if (flights.has(key)) continue;
+      return lead(key, request, signal, guildId, characters);
+    }
+  };
+}
+
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new TtsAbortedError('The speech request was aborted.'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,9 @@
+// What members and admins set for how Herald speaks in a server: dictionary, block list, spoken names,
+// temperatures, and the voice preview. Import from here.
+export {
+  type AddWordOutcome,
+  createSqliteMemberStore,
+  MEMBER_LIMITS,
+  type MemberStore,
+} from './store.ts';
+export { resolveTemperature, tunedSynthesize } from './tuning.ts';

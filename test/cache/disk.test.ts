@@ -1,0 +1,125 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Entry, encodeEntry, openDiskCache } from '../../src/cache/index.ts';
+import { silentLogger } from '../../src/log.ts';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+function folder(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-cache-'));
+  dirs.push(dir);
+  return dir;
+}
+function entry(bytes: number, createdAt = Date.now()): Entry {
+  return {
+    audio: randomBytes(bytes),
+    meta: {
+      format: 'opus',
+      contentType: 'audio/ogg',
+      sampleRate: 24_000,
+      durationS: 1,
+      characters: 10,
+      costUsd: 0.001,
+      createdAt,
+    },
+  };
+}
+/** Bytes of every file in the folder, as the operator's disk sees it. */
+function onDisk(dir: string): number {
+  // A temporary file may be renamed between the listing and the stat; its bytes are then under the new name.
+  return readdirSync(dir).reduce(
+    (sum, name) => sum + (statSync(join(dir, name), { throwIfNoEntry: false })?.size ?? 0),
+    0,
+  );
+}
+const fileSize = (e: Entry) => encodeEntry(e.meta, e.audio).length;
+const DAY = 86_400_000;
+
+describe('the disk cache', () => {
+  it('gives back exactly what was stored, and nothing for an unknown key', async () => {
+    const disk = await openDiskCache({ dir: folder(), maxBytes: 1e6, maxAgeMs: DAY, logger: silentLogger });
+    const stored = entry(1_000);
+    expect(await disk.put('k1', stored)).toBe('stored');
+    expect((await disk.get('k1'))?.audio.equals(stored.audio)).toBe(true);
+    expect(await disk.get('k2')).toBeUndefined();
+  });
+
+  it('evicts the least recently used, never holding more than the bound on disk', async () => {
+    const dir = folder();
+    const one = entry(1_000);
+    const bound = fileSize(one) * 3 + 10;
+    const disk = await openDiskCache({ dir, maxBytes: bound, maxAgeMs: DAY, logger: silentLogger });
+    await disk.put('a', entry(1_000));
+    await disk.put('b', entry(1_000));
+    await disk.put('c', entry(1_000));
+    expect(await disk.get('a')).toBeDefined(); // a is now the most recent; b the least
+    await disk.put('d', entry(1_000));
+    expect(await disk.get('b')).toBeUndefined();
+    expect(await disk.get('a')).toBeDefined();
+    expect(await disk.get('c')).toBeDefined();
+    expect(await disk.get('d')).toBeDefined();
+    expect(onDisk(dir)).toBeLessThanOrEqual(bound);
+
+    // Many concurrent writes of different sizes: the folder never grows past the bound.
+    const sizes = Array.from({ length: 40 }, (_, i) => 200 + ((i * 397) % 900));
+    let largest = 0;
+    await Promise.all(
+      sizes.map(async (size, i) => {
+        await disk.put(`x${i}`, entry(size));
+        largest = Math.max(largest, onDisk(dir));
+      }),
+    );
+    expect(largest).toBeLessThanOrEqual(bound);
+    expect(disk.bytes).toBeLessThanOrEqual(bound);
+    expect(onDisk(dir)).toBe(disk.bytes);
+  });
+
+  it('refuses an entry larger than the whole cache', async () => {
+    const disk = await openDiskCache({ dir: folder(), maxBytes: 500, maxAgeMs: DAY, logger: silentLogger });
+    expect(await disk.put('big', entry(1_000))).toBe('too-large');
+    expect(disk.size).toBe(0);
+  });
+
+  it('deletes a truncated file instead of returning it', async () => {
+    const dir = folder();
+    const disk = await openDiskCache({ dir, maxBytes: 1e6, maxAgeMs: DAY, logger: silentLogger });
+    await disk.put('k', entry(2_000));
+    const [name] = readdirSync(dir);
+    truncateSync(join(dir, name ?? ''), 1_200);
+    expect(await disk.get('k')).toBeUndefined();
+    expect(readdirSync(dir)).toEqual([]);
+    expect(disk.bytes).toBe(0);
+  });
+
+  it('keeps entries across a restart, dropping leftover temporary files and expired entries', async () => {
+    const dir = folder();
+    let now = 10 * DAY;
+    const first = await openDiskCache({
+      dir,
+      maxBytes: 1e6,
+      maxAgeMs: DAY,
+      logger: silentLogger,
+      now: () => now,
+    });
+    await first.put('old', entry(100, now));
+    now += DAY / 2;
+    await first.put('new', entry(100, now));
+    writeFileSync(join(dir, 'new.abc.tmp'), 'half a write');
+    now += DAY / 2 + 1000;
+    const second = await openDiskCache({
+      dir,
+      maxBytes: 1e6,
+      maxAgeMs: DAY,
+      logger: silentLogger,
+      now: () => now,
+    });
+    expect(readdirSync(dir).some((name) => name.endsWith('.tmp'))).toBe(false);
+    expect(await second.get('new')).toBeDefined();
+    expect(await second.get('old')).toBeUndefined();
+  });
+});
