@@ -3,7 +3,7 @@
  * first voice packet arriving — cold (Herald joins the channel first) and warm (already in voice) — and the
  * silence between queued utterances. Run: `npm run bench:latency` (loopback only; both emulators in-process).
  */
-import { createWorld } from '../e2e/harness.ts';
+import { createWorld } from '../test/e2e/harness.ts';
 
 const RUNS = Number(process.env.RUNS ?? 15);
 const world = await createWorld({ tts: { speed: 8 } });
