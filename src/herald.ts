@@ -20,6 +20,7 @@ import { createOperatorCheck } from './operators.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
+import { createJoinQueue } from './voice/join-queue.ts';
 import { VoiceManager } from './voice/manager.ts';
 
 /** A running Herald. */
@@ -100,6 +101,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
     limits: config.queueLimits,
     synthesize: budgeted.synthesize,
+    // One gateway connection (shard), so one join queue: Discord's command rate is per shard.
+    joinQueue: createJoinQueue(),
     onUnplayed: (result, _request, reason) => budgeted.unplayed(result, reason),
   });
   const budgetProbe = createTtsProbe(tts);

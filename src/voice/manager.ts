@@ -7,6 +7,7 @@ import {
 } from 'discord.js';
 import type { Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
+import type { JoinQueue } from './join-queue.ts';
 import { createSynthesisPacing, type SynthesisPacing } from './pacing.ts';
 import {
   type DropReason,
@@ -45,6 +46,8 @@ export interface VoiceManagerOptions {
   ) => void;
   /** When to synthesise the next utterance; one estimate shared by every server by default. */
   readonly pacing?: SynthesisPacing;
+  /** Paces voice joins under the gateway rate (one per shard); none: joins are sent at once. */
+  readonly joinQueue?: JoinQueue;
 }
 
 /** Queue bounds when none are configured: `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`. */
@@ -136,6 +139,7 @@ export class VoiceManager {
           }
         : {}),
       idleTimeoutMs: this.#options.idleTimeoutMs,
+      ...(this.#options.joinQueue ? { joinQueue: this.#options.joinQueue } : {}),
       ...(this.#options.connectTimeoutMs === undefined
         ? {}
         : { connectTimeoutMs: this.#options.connectTimeoutMs }),
