@@ -72,6 +72,8 @@ export interface ConcurrencyStep {
   /** Herald's resident memory while all streams play, and its growth per stream over the idle process. */
   readonly rssMb: number;
   readonly rssPerStreamKb: number;
+  /** /speak interactions Herald did not acknowledge within Discord's 3 s. */
+  readonly unanswered: number;
   /** p99 event-loop delay of the bench process (the emulated Discord): high values mean the receiver lagged. */
   readonly receiverLoopP99Ms: number;
 }
@@ -342,16 +344,27 @@ async function measureGaps(discord: DiscordEmulator, tts: TtsEmulator, server: S
 
 async function joinAll(discord: DiscordEmulator, servers: readonly Server[]): Promise<void> {
   // Joins are paced by Herald (Discord's gateway rate); the bench waits for every connection.
-  await Promise.all(servers.map((server) => discord.slash(server.member, 'join')));
+  // An unanswered /join (Herald busy past Discord's 3 s) may still join; a server that never connects is left out.
+  await Promise.all(servers.map((server) => discord.slash(server.member, 'join').catch(() => undefined)));
   await Promise.all(
-    servers.map((server) => discord.voice(server.guild).untilConnected({ timeoutMs: 600_000 })),
+    servers.map((server) =>
+      discord
+        .voice(server.guild)
+        .untilConnected({ timeoutMs: 600_000 })
+        .catch(() => undefined),
+    ),
   );
 }
 
 async function leaveAll(discord: DiscordEmulator, servers: readonly Server[]): Promise<void> {
-  await Promise.all(servers.map((server) => discord.slash(server.member, 'leave')));
+  await Promise.all(servers.map((server) => discord.slash(server.member, 'leave').catch(() => undefined)));
   await Promise.all(
-    servers.map((server) => discord.voice(server.guild).untilDisconnected({ timeoutMs: 30_000 })),
+    servers.map((server) =>
+      discord
+        .voice(server.guild)
+        .untilDisconnected({ timeoutMs: 30_000 })
+        .catch(() => undefined),
+    ),
   );
 }
 
@@ -369,11 +382,20 @@ async function speakAll(
   loop.enable();
   const cpuBefore = herald.cpuMs();
   let rssMb = 0;
+  let unanswered = 0;
   const sampler = setInterval(() => {
     rssMb = Math.max(rssMb, herald.rssMb());
   }, 500);
   try {
-    await Promise.all(servers.map((server) => discord.slash(server.member, 'speak', { text })));
+    const answers = await Promise.all(
+      servers.map((server) =>
+        discord.slash(server.member, 'speak', { text }).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
+    unanswered = answers.filter((answered) => !answered).length;
     await untilQuiet(discord, servers, audioSeconds * 1000 + 60_000);
   } finally {
     clearInterval(sampler);
@@ -403,6 +425,7 @@ async function speakAll(
     cpuMsPerStreamSecond: streamedMs === 0 ? 0 : round(cpuMs / (streamedMs / 1000), 3),
     rssMb: round(rssMb, 1),
     rssPerStreamKb: round(((rssMb - idleRssMb) * 1024) / servers.length, 1),
+    unanswered,
     receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
   };
 }
@@ -418,7 +441,9 @@ async function coldBurst(
   const before = tts.requests.length;
   const start = performance.now();
   const replies = await Promise.all(
-    servers.map((server) => discord.slash(server.member, 'speak', { text }, { timeoutMs: 30_000 })),
+    servers.map((server) =>
+      discord.slash(server.member, 'speak', { text }, { timeoutMs: 30_000 }).catch(() => undefined),
+    ),
   );
   await untilQuiet(discord, servers, 300_000, (server) =>
     discord.channelMessages(server.text).some((message) => /could not connect/i.test(message.content)),
@@ -434,7 +459,7 @@ async function coldBurst(
   const couldNotConnect = servers.map((server) =>
     discord.channelMessages(server.text).some((message) => /could not connect/i.test(message.content)),
   );
-  const initial = replies.map((reply) => reply.edits.at(-1)?.content ?? reply.content);
+  const initial = replies.map((reply) => reply?.edits.at(-1)?.content ?? reply?.content ?? '');
   const speakingNow = initial.map((content) => /^Speaking now/.test(content));
   const perUtterance = charged.length === 0 ? 0 : paidUsd / charged.length;
   return {

@@ -48,7 +48,7 @@ function formatTable(r: BenchResult): string {
     ],
     ...r.p4Concurrency.map((s): [string, string] => [
       `P4 ${s.servers} servers at once`,
-      `${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}), ${s.cpuMsPerStreamSecond} ms CPU/stream-s, RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms`,
+      `${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}), ${s.unanswered} /speak unanswered in 3 s, ${s.cpuMsPerStreamSecond} ms CPU/stream-s, RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms`,
     ]),
     ['P4 most servers with ≤1 % late', String(r.p4MaxServers)],
     [
