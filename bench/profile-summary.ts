@@ -21,7 +21,9 @@ const profile = JSON.parse(readFileSync(file, 'utf8')) as {
   timeDeltas: number[];
 };
 const selfUs = new Map<number, number>();
-profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+profile.samples.forEach((id, i) => {
+  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 
 /** A rough area for a frame, from its function and file. */
