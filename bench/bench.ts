@@ -38,6 +38,8 @@ export interface BenchOptions {
   readonly heraldNodeFlags?: readonly string[];
   /** Extra environment for Herald (e.g. `HERALD_WORKERS`). */
   readonly heraldEnv?: Record<string, string>;
+  /** Where to write Herald's log (warnings and errors) when the run ends. */
+  readonly heraldLogFile?: string;
   /** Where progress lines go. */
   readonly progress?: (line: string) => void;
 }
@@ -235,6 +237,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     };
   } finally {
     await herald?.stop();
+    if (options.heraldLogFile && herald) writeFileSync(options.heraldLogFile, herald.output());
     await Promise.all([discord.close(), tts.close()]);
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -2,7 +2,7 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>-<commit>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--seconds=S` the audio per server, `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's warnings, `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ const options: BenchOptions = {
   ...(flag('cold') ? { coldServers: Number(flag('cold')) } : {}),
   ...(flag('seconds') ? { audioSeconds: Number(flag('seconds')) } : {}),
   ...(args.includes('--all-steps') ? { allSteps: true } : {}),
+  ...(flag('herald-log') ? { heraldLogFile: flag('herald-log') ?? '' } : {}),
   ...(args.includes('--cpu-prof')
     ? { heraldNodeFlags: ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`] }
     : {}),
