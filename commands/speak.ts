@@ -88,10 +88,14 @@ export const speak = {
     });
     if (queued.kind === 'queue-full') return reply(describeQueueFull(queued));
     const cost = deps.estimateCostUsd(characters);
+    // A join held back by Discord's gateway rate: say how long, rather than "now" and a failure later.
+    const joinWaitS = Math.ceil(outcome.session.joinWaitMs() / 1000);
     const parts = [
-      queued.ahead === 0
-        ? `Speaking now as ${choice.speaker.name}`
-        : `Queued at position ${queued.ahead + 1} as ${choice.speaker.name}`,
+      joinWaitS > 0
+        ? `Joining your channel, about ${joinWaitS} s (Discord paces joins), then speaking as ${choice.speaker.name}`
+        : queued.ahead === 0
+          ? `Speaking now as ${choice.speaker.name}`
+          : `Queued at position ${queued.ahead + 1} as ${choice.speaker.name}`,
       `${characters.toLocaleString('en')} characters`,
       ...(cost === undefined ? [] : [`about $${cost.toFixed(4)}`]),
     ];

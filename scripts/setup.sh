@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 # Lifecycle scripts are run below, once the right Node is known; run here they would build
 # @discordjs/opus for whatever Node npm happens to run under.
 npm ci --ignore-scripts --no-audit --no-fund
-# Minimal fixes to installed packages, each documented in patches/README.md.
-npx patch-package
+# Herald's patches to dependencies (patches/, explained in docs/patches.md); fails the install if one no longer
+# applies, rather than running unpatched.
+npx --no -- patch-package --error-on-fail
 
 node_ok() {
   "$1" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 12) ? 0 : 1)'

@@ -40,6 +40,7 @@ import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
 import { createSqliteVoiceStateStore } from './storage/voice-state.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
+import { createJoinQueue } from './voice/join-queue.ts';
 import { VoiceManager } from './voice/manager.ts';
 import { persistSnapshots, recoverSessions } from './voice/recovery.ts';
 
@@ -172,6 +173,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     // Each server's voice channel and queue, kept so a restart rejoins and finishes it.
     onSnapshot: persistSnapshots(voiceState, logger.child({ component: 'voice' })),
     synthesize: logUtterances(synthesize, voiceLogger),
+    // One gateway connection (shard), so one join queue: Discord's command rate is per shard.
+    joinQueue: createJoinQueue(),
     // A cache hit was never paid for; a first play through the cache is the guard's own result behind the tee.
     onUnplayed: (result, _request, reason) => budgeted.unplayed(audioCache.paidResultOf(result), reason),
     // Sessions are watched only when someone can look: with the endpoint off, voice runs exactly as without it.

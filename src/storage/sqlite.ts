@@ -26,9 +26,11 @@ export const SETTINGS_MIGRATIONS: readonly string[] = [
 export function openSqlite(path: string): DatabaseSync {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path);
-  // WAL keeps readers off the writer's back; synchronous=FULL makes each committed write survive a crash.
+  // WAL keeps readers off the writer's back. synchronous=NORMAL: a commit is written to the WAL before it returns
+  // (so it survives `kill -9` of Herald) but not fsync'd, which FULL did on the event loop for every ledger row
+  // and stalled every playing stream; only an OS crash or power loss can lose the last commits.
   db.exec(
-    'PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
+    'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;',
   );
   db.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT PRIMARY KEY, version INTEGER NOT NULL)',

@@ -7,6 +7,7 @@ import {
 } from 'discord.js';
 import type { Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
+import type { JoinQueue } from './join-queue.ts';
 import { createSynthesisPacing, type SynthesisPacing } from './pacing.ts';
 import {
   type DropReason,
@@ -55,6 +56,8 @@ export interface VoiceManagerOptions {
     started(session: GuildSession): void;
     ended(session: GuildSession, reason: SessionEnd): void;
   };
+  /** Paces voice joins under the gateway rate (one per shard); none: joins are sent at once. */
+  readonly joinQueue?: JoinQueue;
 }
 
 /** A server's voice session as it stands, for saving across a restart; null once it is over for good. */
@@ -155,6 +158,7 @@ export class VoiceManager {
           }
         : {}),
       idleTimeoutMs: this.#options.idleTimeoutMs,
+      ...(this.#options.joinQueue ? { joinQueue: this.#options.joinQueue } : {}),
       ...(this.#options.connectTimeoutMs === undefined
         ? {}
         : { connectTimeoutMs: this.#options.connectTimeoutMs }),

@@ -18,6 +18,7 @@ import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import { awaitE2eeReady, guardE2ee } from './e2ee-gate.ts';
+import type { JoinQueue, QueuedJoin } from './join-queue.ts';
 import type { SynthesisPacing } from './pacing.ts';
 import {
   type DropReason,
@@ -62,6 +63,8 @@ export interface GuildSessionOptions {
   readonly othersPresent?: () => boolean;
   /** Told after any change to what is still to be heard (see {@link GuildSession.unheard}). */
   readonly onChange?: () => void;
+  /** Paces this session's joins with every other server's under the gateway rate; none: joins are sent at once. */
+  readonly joinQueue?: JoinQueue;
 }
 
 /** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
@@ -89,6 +92,8 @@ export class GuildSession {
   #connectTimer: NodeJS.Timeout | undefined;
   #rejoins: number[] = [];
   #pendingRejoinDelayMs = 0;
+  /** The join waiting in the join queue, if any: the connect deadline starts once it is sent. */
+  #queuedJoin: QueuedJoin | undefined;
   #everReady = false;
   #ended: SessionEnd | undefined;
   #unguard: () => void = () => {};
@@ -157,6 +162,11 @@ export class GuildSession {
   /** The voice channel Herald is in (or joining). */
   get channelId(): string | null {
     return this.connection.joinConfig.channelId;
+  }
+
+  /** How long, in ms, until the join waiting for the gateway rate is sent; 0 when none is waiting. */
+  joinWaitMs(): number {
+    return this.#queuedJoin ? Math.max(0, this.#queuedJoin.dueAt - Date.now()) : 0;
   }
 
   /** True once the session has ended; an ended session accepts nothing. */
@@ -316,21 +326,43 @@ export class GuildSession {
     return (methods) => {
       const adapter = creator(methods);
       let held: NodeJS.Timeout | undefined;
+      const queue = this.#options.joinQueue;
+      // A join goes through the shard's join queue (when there is one); its connect deadline starts when it is sent.
+      const send = (payload: unknown): void => {
+        if (this.#ended) return;
+        if (!queue) {
+          adapter.sendPayload(payload);
+          return;
+        }
+        this.#queuedJoin?.cancel();
+        const queued = queue.schedule(() => {
+          this.#queuedJoin = undefined;
+          if (this.#ended) return;
+          adapter.sendPayload(payload);
+          this.#armConnectTimer();
+        });
+        // Sent at once: the schedule call above already cleared it.
+        if (queued.dueAt > Date.now()) this.#queuedJoin = queued;
+      };
       return {
         sendPayload: (payload) => {
           const delay = this.#pendingRejoinDelayMs;
           this.#pendingRejoinDelayMs = 0;
           clearTimeout(held);
           const joining = (payload as { d?: { channel_id?: unknown } }).d?.channel_id != null;
-          if (!joining || delay === 0) return adapter.sendPayload(payload);
+          if (!joining) {
+            queue?.record();
+            return adapter.sendPayload(payload);
+          }
           if (delay === Number.POSITIVE_INFINITY) return true;
-          held = setTimeout(() => {
-            if (!this.#ended) adapter.sendPayload(payload);
-          }, delay);
+          if (delay === 0) send(payload);
+          else held = setTimeout(() => send(payload), delay);
           return true;
         },
         destroy: () => {
           clearTimeout(held);
+          this.#queuedJoin?.cancel();
+          this.#queuedJoin = undefined;
           adapter.destroy();
         },
       };
@@ -339,6 +371,8 @@ export class GuildSession {
 
   #armConnectTimer(): void {
     clearTimeout(this.#connectTimer);
+    // A join still waiting for the gateway rate has not asked Discord anything yet; its send arms the deadline.
+    if (this.#queuedJoin) return;
     this.#connectTimer = setTimeout(() => {
       if (this.connection.state.status !== VoiceConnectionStatus.Ready) {
         this.end(this.#everReady ? 'connection-lost' : 'connection-failed');

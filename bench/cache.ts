@@ -11,11 +11,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
-import { CACHE_DEFAULTS, cachedSynthesize, cacheKey, openDiskCache } from '../../src/cache/index.ts';
-import { silentLogger } from '../../src/log.ts';
-import { countCharacters, needsAuthorPrefix, normaliseMessage } from '../../src/text/normalise.ts';
-import type { Speaker } from '../../src/tts/index.ts';
-import type { Synthesize } from '../../src/voice/session.ts';
+import { CACHE_DEFAULTS, cachedSynthesize, cacheKey, openDiskCache } from '../src/cache/index.ts';
+import { silentLogger } from '../src/log.ts';
+import { countCharacters, needsAuthorPrefix, normaliseMessage } from '../src/text/normalise.ts';
+import type { Speaker } from '../src/tts/index.ts';
+import type { Synthesize } from '../src/voice/session.ts';
 
 const MESSAGES = Number(process.env.MESSAGES ?? 5_000);
 const SEED = 20_261_123;

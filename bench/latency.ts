@@ -6,7 +6,7 @@
  * waits for the DAVE transition before playing. Run: `npm run bench:latency` (loopback only; emulators
  * in-process).
  */
-import { createWorld } from '../e2e/harness.ts';
+import { createWorld } from '../test/e2e/harness.ts';
 
 const RUNS = Number(process.env.RUNS ?? 15);
 const stats = (values: number[]) => {

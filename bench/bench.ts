@@ -1,0 +1,538 @@
+/**
+ * Herald's benchmark, measured from outside as an operator would see it: both emulators run in this process,
+ * Herald runs as its own process (`node src/index.ts`, exactly as `npm start`), and every figure comes from the
+ * voice packets the emulated Discord receives, the TTS emulator's charges and Herald's CPU and memory as the
+ * kernel reports them (/proc). `bench/main.ts` is the command; the smoke test runs it at tiny scale.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import {
+  type Channel,
+  type DiscordEmulator,
+  type Guild,
+  type Member,
+  startDiscordEmulator,
+} from '../emulators/discord/index.ts';
+import { trustedTestCertificate } from '../emulators/discord/tls.ts';
+import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
+import { heraldEnv } from '../test/e2e/harness.ts';
+import { runBaseline } from './baseline.ts';
+
+/** What to run; {@link QUICK} and {@link FULL} are the two presets. */
+export interface BenchOptions {
+  /** Concurrent-server steps for P4, in order; the ladder stops at the first step with >1 % late packets. */
+  readonly servers: readonly number[];
+  /** Cold servers asking at once for P6. */
+  readonly coldServers: number;
+  /** Seconds of audio each server speaks in P4 and P6. */
+  readonly audioSeconds: number;
+  /** Repetitions of P1 and P2. */
+  readonly runs: number;
+  /** Keep climbing the P4 ladder past the first step with >1 % late packets (for CPU and memory figures). */
+  readonly allSteps?: boolean;
+  /** Extra Node flags for Herald's process (e.g. `--cpu-prof`). */
+  readonly heraldNodeFlags?: readonly string[];
+  /** Extra environment for Herald (e.g. `HERALD_WORKERS`). */
+  readonly heraldEnv?: Record<string, string>;
+  /** Where to write Herald's log (warnings and errors) when the run ends. */
+  readonly heraldLogFile?: string;
+  /** Where progress lines go. */
+  readonly progress?: (line: string) => void;
+}
+
+/** A few minutes on a 2-core machine. */
+export const FULL: BenchOptions = {
+  servers: [50, 100, 200, 300, 400],
+  coldServers: 200,
+  audioSeconds: 10,
+  runs: 10,
+};
+
+/** Seconds: what the smoke test and a loaded development machine use. */
+export const QUICK: BenchOptions = { servers: [20], coldServers: 20, audioSeconds: 2, runs: 2 };
+
+/** Median and 95th percentile of a sample, in ms. */
+export interface Spread {
+  readonly median: number;
+  readonly p95: number;
+  readonly n: number;
+}
+
+/** One P4 step. */
+export interface ConcurrencyStep {
+  readonly servers: number;
+  /** Voice packets received (speech and the silence frames within and after it). */
+  readonly packets: number;
+  /** Share of those arriving more than 40 ms after their slot: 20 ms per RTP sequence number after the first. */
+  readonly lateShare: number;
+  /** Herald's CPU (user + system) per second of audio streamed. */
+  readonly cpuMsPerStreamSecond: number;
+  /** Herald's resident memory while all streams play, and its growth per stream over the idle process. */
+  readonly rssMb: number;
+  readonly rssPerStreamKb: number;
+  /** /speak interactions Herald did not acknowledge within Discord's 3 s. */
+  readonly unanswered: number;
+  /** p99 event-loop delay of the bench process (the emulated Discord): high values mean the receiver lagged. */
+  readonly receiverLoopP99Ms: number;
+}
+
+/** The whole run, as written to bench/results. */
+export interface BenchResult {
+  readonly machine: {
+    readonly cpus: number;
+    readonly cpuModel: string;
+    readonly memoryGb: number;
+    readonly node: string;
+    readonly commit: string;
+    readonly loadAverageAtStart: readonly number[];
+    readonly loadAverageAtEnd: readonly number[];
+  };
+  readonly options: BenchOptions;
+  readonly startedAt: string;
+  /** P1: TTS request received (the emulator answers at once) → first voice packet, Herald already in voice. */
+  readonly p1TtsToFirstPacketMs: Spread;
+  /** P2: /speak sent → first voice packet. */
+  readonly p2SpeakToFirstPacketMs: { readonly cold: Spread; readonly warm: Spread };
+  /** P3: silences between three queued utterances, with a TTS that streams at real time; no pause is configured. */
+  readonly p3GapsMs: { readonly configuredPauseMs: number; readonly gaps: readonly number[] };
+  /** P4: concurrent servers speaking at once; P5 is each step's memory. */
+  readonly p4Concurrency: readonly ConcurrencyStep[];
+  /** The largest P4 step with at most 1 % late packets (0 if none). */
+  readonly p4MaxServers: number;
+  /** P5: Herald's RSS idle (logged in, every server known) and per voice connection. */
+  readonly p5Memory: {
+    readonly idleRssMb: number;
+    readonly perConnectionKb: number;
+    readonly connections: number;
+  };
+  /** P6: cold servers asking at once. */
+  readonly p6ColdBurst: {
+    readonly servers: number;
+    readonly heard: number;
+    readonly toldSpeakingNow: number;
+    readonly toldJoining: number;
+    readonly toldCouldNotConnect: number;
+    readonly toldSpeakingThenCouldNotConnect: number;
+    readonly paidUsd: number;
+    readonly paidUnheardUsd: number;
+    readonly lastHeardAfterMs: number;
+  };
+  /** The peer-style pipeline (whole clip, then FFmpeg through prism-media), or why it was skipped. */
+  readonly baseline: Awaited<ReturnType<typeof runBaseline>>;
+}
+
+const ROOT = join(import.meta.dirname, '..');
+const INDEX = join(ROOT, 'src', 'index.ts');
+/** 40 ms of audio per character in the TTS emulator (its default). */
+const MS_PER_CHAR = 40;
+const LATE_MS = 40;
+
+interface Server {
+  readonly guild: Guild;
+  readonly text: Channel;
+  readonly voice: Channel;
+  readonly member: Member;
+}
+
+interface HeraldProcess {
+  readonly child: ChildProcess;
+  readonly output: () => string;
+  cpuMs(): number;
+  rssMb(): number;
+  stop(): Promise<void>;
+}
+
+/** Runs every figure once and returns them; never throws for a bad figure, only for a broken world. */
+export async function runBench(options: BenchOptions): Promise<BenchResult> {
+  const log = options.progress ?? (() => {});
+  const startedAt = new Date().toISOString();
+  const loadAverageAtStart = loadavg().map((value) => round(value, 2));
+  const maxWarm = Math.max(...options.servers, 1);
+  const [discord, tts] = await Promise.all([
+    startDiscordEmulator(),
+    startTtsEmulator({ speed: 4, maxAudioMs: 60_000, balanceUsd: 1_000_000 }),
+  ]);
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
+  // Servers 0..maxWarm-1 are used warm (P1–P5); the rest are the cold burst of P6.
+  const servers: Server[] = [];
+  for (let i = 0; i < maxWarm + options.coldServers; i++) servers.push(addServer(discord, i));
+  const caPath = join(dataDir, 'ca.pem');
+  writeFileSync(caPath, (await trustedTestCertificate()).cert);
+  let herald: HeraldProcess | undefined;
+  try {
+    herald = await startHeraldProcess(
+      {
+        ...heraldEnv(discord, tts, join(dataDir, 'herald.sqlite')),
+        LOG_LEVEL: 'warn',
+        NODE_EXTRA_CA_CERTS: caPath,
+        QUEUE_MAX_PER_SERVER: '50',
+        ...options.heraldEnv,
+      },
+      options.heraldNodeFlags ?? [],
+      dataDir,
+    );
+    await discord.untilReady();
+    await settle();
+    const idleRssMb = herald.rssMb();
+    log(`Herald up (idle RSS ${idleRssMb.toFixed(0)} MB, ${servers.length} servers known)`);
+
+    const first = servers[0] as Server;
+    const latency = await measureLatency(discord, tts, first, options.runs);
+    log(`P1/P2 done: warm ${latency.warm.median.toFixed(1)} ms, cold ${latency.cold.median.toFixed(1)} ms`);
+    const p3 = await measureGaps(discord, tts, first);
+    log(`P3 done: gaps ${p3.gaps.map((gap) => gap.toFixed(0)).join(', ')} ms`);
+
+    const steps: ConcurrencyStep[] = [];
+    let inVoice = 1;
+    for (const n of options.servers) {
+      await joinAll(discord, servers.slice(inVoice, n));
+      inVoice = Math.max(inVoice, n);
+      const step = await speakAll(discord, herald, servers.slice(0, n), options.audioSeconds, idleRssMb);
+      steps.push(step);
+      log(
+        `P4 ${n} servers: ${(step.lateShare * 100).toFixed(2)} % late, ${step.cpuMsPerStreamSecond.toFixed(2)} ms CPU/stream-s, RSS ${step.rssMb.toFixed(0)} MB`,
+      );
+      if (step.lateShare > 0.01 && !options.allSteps) break;
+    }
+    const connectedRssMb = herald.rssMb();
+    await leaveAll(discord, servers.slice(0, inVoice));
+
+    const p6 = await coldBurst(discord, tts, servers.slice(maxWarm), options.audioSeconds);
+    log(`P6 done: ${p6.heard}/${p6.servers} heard, $${p6.paidUnheardUsd.toFixed(4)} unheard`);
+    const baseline = await runBaseline(tts, {
+      streams: Math.min(10, maxWarm),
+      audioSeconds: options.audioSeconds,
+    });
+    log(baseline.ran ? 'baseline done' : `baseline skipped: ${baseline.reason}`);
+
+    const ok = steps.filter((step) => step.lateShare <= 0.01);
+    return {
+      machine: {
+        cpus: cpus().length,
+        cpuModel: cpus()[0]?.model ?? 'unknown',
+        memoryGb: round(totalmem() / 2 ** 30, 1),
+        node: process.version,
+        commit: commitOf(),
+        loadAverageAtStart,
+        loadAverageAtEnd: loadavg().map((value) => round(value, 2)),
+      },
+      options: { ...options, progress: undefined } as unknown as BenchOptions,
+      startedAt,
+      p1TtsToFirstPacketMs: latency.ttsToPacket,
+      p2SpeakToFirstPacketMs: { cold: latency.cold, warm: latency.warm },
+      p3GapsMs: p3,
+      p4Concurrency: steps,
+      p4MaxServers: Math.max(0, ...ok.map((step) => step.servers)),
+      p5Memory: {
+        idleRssMb: round(idleRssMb, 1),
+        perConnectionKb: round(((connectedRssMb - idleRssMb) * 1024) / inVoice, 1),
+        connections: inVoice,
+      },
+      p6ColdBurst: p6,
+      baseline,
+    };
+  } finally {
+    await herald?.stop();
+    if (options.heraldLogFile && herald) writeFileSync(options.heraldLogFile, herald.output());
+    await Promise.all([discord.close(), tts.close()]);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function addServer(discord: DiscordEmulator, i: number): Server {
+  const guild = discord.createGuild({ name: `Bench ${i}` });
+  const text = guild.addTextChannel('general');
+  const voice = guild.addVoiceChannel('Lounge');
+  const member = guild.addMember({ name: `Member ${i}` });
+  guild.joinVoice(member, voice);
+  return { guild, text, voice, member };
+}
+
+async function startHeraldProcess(
+  env: Record<string, string>,
+  flags: readonly string[],
+  cwd: string,
+): Promise<HeraldProcess> {
+  const child = spawn(process.execPath, [...flags, INDEX], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    // Keep the tail only: a long run at warn level is still small, but never unbounded.
+    output = (output + chunk.toString()).slice(-200_000);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const exited = once(child, 'exit');
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('could not start Herald');
+  const ticks = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  return {
+    child,
+    output: () => output,
+    cpuMs() {
+      // /proc/<pid>/stat: utime and stime are fields 14 and 15, after the parenthesised command name.
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks;
+    },
+    rssMb() {
+      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      return Number(match?.[1] ?? 0) / 1024;
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await Promise.race([exited, sleep(12_000).then(() => child.kill('SIGKILL'))]);
+    },
+  };
+}
+
+async function measureLatency(discord: DiscordEmulator, tts: TtsEmulator, server: Server, runs: number) {
+  const capture = discord.voice(server.guild);
+  const cold: number[] = [];
+  const warm: number[] = [];
+  const ttsToPacket: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    capture.clear();
+    let start = performance.now();
+    const reply = discord.slash(server.member, 'speak', { text: `Cold start number ${i}.` });
+    await capture.untilFrames(1, { timeoutMs: 30_000 });
+    cold.push(performance.now() - start);
+    await reply;
+    await capture.untilSilent({ quietMs: 300 });
+
+    capture.clear();
+    const before = tts.requests.length;
+    start = performance.now();
+    await Promise.all([
+      discord.slash(server.member, 'speak', { text: `Warm number ${i}.` }),
+      capture.untilFrames(1, { timeoutMs: 30_000 }),
+    ]);
+    const firstPacket = performance.now();
+    warm.push(firstPacket - start);
+    const request = tts.requests
+      .slice(before)
+      .find((r) => r.path.endsWith('/generate') || r.method === 'POST');
+    // The emulator records Date.now(); the same clock through performance.timeOrigin.
+    if (request) ttsToPacket.push(performance.timeOrigin + firstPacket - request.receivedAt);
+    await capture.untilSilent({ quietMs: 300 });
+    await discord.slash(server.member, 'leave');
+    await capture.untilDisconnected();
+  }
+  return { cold: spread(cold), warm: spread(warm), ttsToPacket: spread(ttsToPacket) };
+}
+
+async function measureGaps(discord: DiscordEmulator, tts: TtsEmulator, server: Server) {
+  const capture = discord.voice(server.guild);
+  tts.configure({ speed: 1 });
+  try {
+    await discord.slash(server.member, 'join');
+    await capture.untilConnected();
+    capture.clear();
+    for (const text of ['First of three.', 'Second of three.', 'Third of three.']) {
+      await discord.slash(server.member, 'speak', { text });
+    }
+    const heard = await capture.untilSilent({ quietMs: 800, timeoutMs: 60_000 });
+    return { configuredPauseMs: 0, gaps: heard.gapsMs.map((gap) => round(gap, 1)) };
+  } finally {
+    tts.configure({ speed: 4 });
+  }
+}
+
+async function joinAll(discord: DiscordEmulator, servers: readonly Server[]): Promise<void> {
+  // Joins are paced by Herald (Discord's gateway rate); the bench waits for every connection.
+  // An unanswered /join (Herald busy past Discord's 3 s) may still join; a server that never connects is left out.
+  await Promise.all(servers.map((server) => discord.slash(server.member, 'join').catch(() => undefined)));
+  await Promise.all(
+    servers.map((server) =>
+      discord
+        .voice(server.guild)
+        .untilConnected({ timeoutMs: 600_000 })
+        .catch(() => undefined),
+    ),
+  );
+}
+
+async function leaveAll(discord: DiscordEmulator, servers: readonly Server[]): Promise<void> {
+  await Promise.all(servers.map((server) => discord.slash(server.member, 'leave').catch(() => undefined)));
+  await Promise.all(
+    servers.map((server) =>
+      discord
+        .voice(server.guild)
+        .untilDisconnected({ timeoutMs: 30_000 })
+        .catch(() => undefined),
+    ),
+  );
+}
+
+/** Every server's member runs /speak at the same moment; returns lateness, CPU and memory. */
+async function speakAll(
+  discord: DiscordEmulator,
+  herald: HeraldProcess,
+  servers: readonly Server[],
+  audioSeconds: number,
+  idleRssMb: number,
+): Promise<ConcurrencyStep> {
+  const text = utteranceOf(audioSeconds);
+  for (const server of servers) discord.voice(server.guild).clear();
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const cpuBefore = herald.cpuMs();
+  let rssMb = 0;
+  let unanswered = 0;
+  const sampler = setInterval(() => {
+    rssMb = Math.max(rssMb, herald.rssMb());
+  }, 500);
+  try {
+    const answers = await Promise.all(
+      servers.map((server) =>
+        discord.slash(server.member, 'speak', { text }).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
+    unanswered = answers.filter((answered) => !answered).length;
+    await untilQuiet(discord, servers, audioSeconds * 1000 + 60_000);
+  } finally {
+    clearInterval(sampler);
+    loop.disable();
+  }
+  const cpuMs = herald.cpuMs() - cpuBefore;
+  let packets = 0;
+  let late = 0;
+  let streamedMs = 0;
+  for (const server of servers) {
+    // Every packet, silence frames included (speech has pauses, encoded as Opus silence); each is due 20 ms per
+    // RTP sequence number after the stream's first packet, so a lost packet does not shift the others.
+    const frames = discord.voice(server.guild).frames;
+    const first = frames[0];
+    if (!first) continue;
+    for (const frame of frames) {
+      packets++;
+      const slot = (frame.seq - first.seq + 2 ** 16) % 2 ** 16;
+      if (frame.receivedAt - (first.receivedAt + slot * 20) > LATE_MS) late++;
+    }
+    streamedMs += frames.length * 20;
+  }
+  return {
+    servers: servers.length,
+    packets,
+    lateShare: packets === 0 ? 1 : round(late / packets, 5),
+    cpuMsPerStreamSecond: streamedMs === 0 ? 0 : round(cpuMs / (streamedMs / 1000), 3),
+    rssMb: round(rssMb, 1),
+    rssPerStreamKb: round(((rssMb - idleRssMb) * 1024) / servers.length, 1),
+    unanswered,
+    receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
+  };
+}
+
+/** Servers Herald is not in voice with ask at once; who heard, who was told what, what was paid for nothing. */
+async function coldBurst(
+  discord: DiscordEmulator,
+  tts: TtsEmulator,
+  servers: readonly Server[],
+  audioSeconds: number,
+): Promise<BenchResult['p6ColdBurst']> {
+  const text = utteranceOf(audioSeconds);
+  const before = tts.requests.length;
+  const start = performance.now();
+  const replies = await Promise.all(
+    servers.map((server) =>
+      discord.slash(server.member, 'speak', { text }, { timeoutMs: 30_000 }).catch(() => undefined),
+    ),
+  );
+  await untilQuiet(discord, servers, 300_000, (server) =>
+    discord.channelMessages(server.text).some((message) => /could not connect/i.test(message.content)),
+  );
+  const heardAt = servers.map((server) => {
+    const frames = discord.voice(server.guild).frames;
+    const last = frames.at(-1);
+    return frames.some((frame) => !frame.silence) && last ? last.receivedAt - start : undefined;
+  });
+  const charged = tts.requests.slice(before).filter((request) => request.chargedUsd > 0);
+  const paidUsd = charged.reduce((sum, request) => sum + request.chargedUsd, 0);
+  const heard = heardAt.filter((at) => at !== undefined).length;
+  const couldNotConnect = servers.map((server) =>
+    discord.channelMessages(server.text).some((message) => /could not connect/i.test(message.content)),
+  );
+  const initial = replies.map((reply) => reply?.edits.at(-1)?.content ?? reply?.content ?? '');
+  const speakingNow = initial.map((content) => /^Speaking now/.test(content));
+  const perUtterance = charged.length === 0 ? 0 : paidUsd / charged.length;
+  return {
+    servers: servers.length,
+    heard,
+    toldSpeakingNow: speakingNow.filter(Boolean).length,
+    toldJoining: initial.filter((content) => /joining your channel/i.test(content)).length,
+    toldCouldNotConnect: couldNotConnect.filter(Boolean).length,
+    toldSpeakingThenCouldNotConnect: speakingNow.filter((now, i) => now && couldNotConnect[i]).length,
+    paidUsd: round(paidUsd, 6),
+    paidUnheardUsd: round(Math.max(0, charged.length - heard) * perUtterance, 6),
+    lastHeardAfterMs: round(Math.max(0, ...heardAt.map((at) => at ?? 0)), 0),
+  };
+}
+
+/**
+ * Resolves when every server has been heard and then quiet for 500 ms (or `gaveUp` says it never will), or at
+ * `timeoutMs`. Polls the captured frames: the capture's own untilSilent decodes the audio, and decoding hundreds
+ * of streams while others still arrive would delay the receiver's timestamps and read as late packets.
+ */
+async function untilQuiet(
+  discord: DiscordEmulator,
+  servers: readonly Server[],
+  timeoutMs: number,
+  gaveUp: (server: Server) => boolean = () => false,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    const now = performance.now();
+    const done = servers.every((server) => {
+      const last = discord.voice(server.guild).frames.at(-1);
+      return (last !== undefined && now - last.receivedAt > 500) || gaveUp(server);
+    });
+    if (done) return;
+    await sleep(200);
+  }
+}
+
+/** Text the TTS emulator turns into `seconds` of audio. */
+function utteranceOf(seconds: number): string {
+  const words = 'Herald reads this sentence aloud for the benchmark. ';
+  return words
+    .repeat(Math.ceil((seconds * 1000) / MS_PER_CHAR / words.length))
+    .slice(0, (seconds * 1000) / MS_PER_CHAR);
+}
+
+function spread(values: readonly number[]): Spread {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+  return { median: round(at(0.5), 1), p95: round(at(0.95), 1), n: values.length };
+}
+
+function commitOf(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+function round(value: number, digits: number): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Lets start-up work (command registration, GUILD_CREATE handling) finish before anything is measured. */
+function settle(): Promise<void> {
+  return sleep(500);
+}

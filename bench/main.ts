@@ -1,0 +1,72 @@
+/**
+ * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
+ * bench/results/<date>-<commit>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
+ * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's warnings, `--cpu-prof` writes
+ * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type BenchOptions, type BenchResult, FULL, QUICK, runBench } from './bench.ts';
+
+const args = process.argv.slice(2);
+const flag = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
+const base = args.includes('--quick') ? QUICK : FULL;
+const resultsDir = join(import.meta.dirname, 'results');
+const options: BenchOptions = {
+  ...base,
+  ...(flag('servers') ? { servers: (flag('servers') ?? '').split(',').map(Number) } : {}),
+  ...(flag('cold') ? { coldServers: Number(flag('cold')) } : {}),
+  ...(flag('seconds') ? { audioSeconds: Number(flag('seconds')) } : {}),
+  ...(args.includes('--all-steps') ? { allSteps: true } : {}),
+  ...(flag('herald-log') ? { heraldLogFile: flag('herald-log') ?? '' } : {}),
+  ...(args.includes('--cpu-prof')
+    ? { heraldNodeFlags: ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`] }
+    : {}),
+  progress: (line) => console.error(`bench: ${line}`),
+};
+
+const result = await runBench(options);
+console.log(formatTable(result));
+mkdirSync(resultsDir, { recursive: true });
+const file = join(resultsDir, `${result.startedAt.slice(0, 10)}-${result.machine.commit}.json`);
+writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+console.log(`\nwritten to ${file}`);
+
+function formatTable(r: BenchResult): string {
+  const m = r.machine;
+  const ms = (s: { median: number; p95: number; n: number }) =>
+    `median ${s.median} ms, p95 ${s.p95} ms (n=${s.n})`;
+  const rows: [string, string][] = [
+    ['machine', `${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}, commit ${m.commit}`],
+    ['load average', `${m.loadAverageAtStart.join(' ')} at start, ${m.loadAverageAtEnd.join(' ')} at end`],
+    ['P1 TTS first byte → first voice packet', ms(r.p1TtsToFirstPacketMs)],
+    ['P2 /speak → first voice packet, cold', ms(r.p2SpeakToFirstPacketMs.cold)],
+    ['P2 /speak → first voice packet, warm', ms(r.p2SpeakToFirstPacketMs.warm)],
+    [
+      'P3 gaps between queued utterances',
+      `${r.p3GapsMs.gaps.map((gap) => `${gap} ms`).join(', ')} (configured pause ${r.p3GapsMs.configuredPauseMs} ms; TTS at real time)`,
+    ],
+    ...r.p4Concurrency.map((s): [string, string] => [
+      `P4 ${s.servers} servers at once`,
+      `${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}), ${s.unanswered} /speak unanswered in 3 s, ${s.cpuMsPerStreamSecond} ms CPU/stream-s, RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms`,
+    ]),
+    ['P4 most servers with ≤1 % late', String(r.p4MaxServers)],
+    [
+      'P5 memory',
+      `idle ${r.p5Memory.idleRssMb} MB; ${r.p5Memory.perConnectionKb} KB per voice connection (${r.p5Memory.connections})`,
+    ],
+    [
+      `P6 ${r.p6ColdBurst.servers} cold servers at once`,
+      `${r.p6ColdBurst.heard} heard (last after ${r.p6ColdBurst.lastHeardAfterMs} ms); told: ${r.p6ColdBurst.toldSpeakingNow} "Speaking now", ${r.p6ColdBurst.toldJoining} "joining", ${r.p6ColdBurst.toldCouldNotConnect} "could not connect" (${r.p6ColdBurst.toldSpeakingThenCouldNotConnect} after "Speaking now"); paid $${r.p6ColdBurst.paidUsd}, unheard $${r.p6ColdBurst.paidUnheardUsd}`,
+    ],
+    [
+      'baseline (whole clip, FFmpeg, prism-media)',
+      r.baseline.ran
+        ? `${r.baseline.streams} streams: first frame ${r.baseline.firstFrameMedianMs} ms, ${r.baseline.cpuMsPerStreamSecond} ms CPU/stream-s`
+        : `skipped: ${r.baseline.reason}`,
+    ],
+  ];
+  const width = Math.max(...rows.map(([name]) => name.length));
+  return rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
+}

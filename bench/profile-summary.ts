@@ -1,0 +1,73 @@
+/**
+ * Where Herald's CPU went: sums the self time of a V8 CPU profile (`npm run bench -- --cpu-prof` writes them to
+ * bench/results/profiles) by function and by area. Run: `node bench/profile-summary.ts <file.cpuprofile>`.
+ */
+import { readFileSync } from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+
+const file = process.argv[2];
+if (!file) {
+  console.error('usage: node bench/profile-summary.ts <file.cpuprofile>');
+  process.exit(2);
+}
+const profile = JSON.parse(readFileSync(file, 'utf8')) as {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+};
+const selfUs = new Map<number, number>();
+profile.samples.forEach((id, i) => {
+  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
+const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+
+/** A rough area for a frame, from its function and file. */
+function areaOf(node: ProfileNode): string {
+  const { functionName: name, url } = node.callFrame;
+  if (name === '(idle)') return 'idle';
+  if (name === '(garbage collector)') return 'garbage collection';
+  if (name === '(program)') return 'V8/native (program)';
+  if (/createCipheriv|Cipher|setAAD|getAuthTag|final|update/.test(name) && /crypto|internal/.test(url))
+    return 'crypto (AEAD)';
+  if (/^(send|_send|doSend|sendto)$/.test(name) || /dgram/.test(url)) return 'UDP send';
+  if (/@discordjs\/voice/.test(url)) return '@discordjs/voice (player, networking)';
+  if (/prism-media|ogg|opus/i.test(url)) return 'Ogg/Opus demux';
+  if (/sqlite/i.test(url) || /DatabaseSync|StatementSync/.test(name)) return 'SQLite';
+  if (/undici/.test(url)) return 'HTTP (TTS download)';
+  if (/discord\.js|@discordjs\/(ws|rest)|ws\/lib/.test(url)) return 'discord.js gateway/REST';
+  if (/timers|listOnTimeout|processTimers/.test(url + name)) return 'timers';
+  if (/\/src\/|\/commands\//.test(url)) return 'Herald';
+  if (/node:|internal/.test(url) || url === '') return `node internals (${name || 'anonymous'})`;
+  return 'other';
+}
+
+const byArea = new Map<string, number>();
+const byFunction = new Map<string, number>();
+let total = 0;
+for (const [id, us] of selfUs) {
+  const node = byId.get(id);
+  if (!node) continue;
+  const area = areaOf(node);
+  if (area === 'idle') continue;
+  total += us;
+  byArea.set(area, (byArea.get(area) ?? 0) + us);
+  const key = `${node.callFrame.functionName || '(anonymous)'} ${node.callFrame.url.split('/').slice(-2).join('/')}:${node.callFrame.lineNumber}`;
+  byFunction.set(key, (byFunction.get(key) ?? 0) + us);
+}
+const top = (map: Map<string, number>, n: number) =>
+  [...map.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(
+      ([name, us]) =>
+        `${((us / total) * 100).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(7)} ms  ${name}`,
+    )
+    .join('\n');
+console.log(
+  `busy CPU in profile: ${(total / 1000).toFixed(0)} ms\n\nby area:\n${top(byArea, 15)}\n\nby function:\n${top(byFunction, 25)}`,
+);

@@ -1,0 +1,119 @@
+/**
+ * Paces voice joins under Discord's gateway rate. A shard may send about 120 gateway commands a minute; beyond
+ * that discord.js holds every send (joins, heartbeats, presence) silently until the window resets, so a join
+ * asked in a burst of 200 could wait up to a minute while its member was told "Speaking now" and its session gave
+ * up after 15 s. Here joins wait in a visible FIFO instead: each is sent when the sliding one-minute window has
+ * room, and anyone can ask how long a join asked now would wait.
+ */
+
+/** Joins one shard sends in any 60 s when none is configured: under discord.js's 115, leaving room for heartbeats,
+ *  leaves and presence. */
+export const DEFAULT_JOINS_PER_MINUTE = 90;
+
+const WINDOW_MS = 60_000;
+
+/** A join waiting in a {@link JoinQueue}. */
+export interface QueuedJoin {
+  /** When it is expected to be sent (`Date.now()` clock); now or earlier when it was sent at once. */
+  readonly dueAt: number;
+  /** Takes it out of the queue if not yet sent (the session ended, or the library sent a newer join). */
+  cancel(): void;
+}
+
+/** The shard's voice-join pacer; one per gateway connection, shared by every server on it. */
+export interface JoinQueue {
+  /** Runs `send` now if the window has room, else when it has; FIFO. */
+  schedule(send: () => void): QueuedJoin;
+  /** Records a gateway command that is not a join (a leave) and is sent at once, so it counts in the window. */
+  record(): void;
+  /** How long, in ms, a join scheduled now would wait. */
+  estimateWaitMs(): number;
+  /** Joins waiting. */
+  readonly waiting: number;
+  /** Cancels every waiting join (shutdown). */
+  clear(): void;
+}
+
+/** Options of {@link createJoinQueue}. */
+export interface JoinQueueOptions {
+  /** Joins sent in any 60 s; default {@link DEFAULT_JOINS_PER_MINUTE}. */
+  readonly perMinute?: number;
+}
+
+/** Creates a {@link JoinQueue}; uses `Date.now` and `setTimeout` (fake timers in tests). */
+export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
+  const limit = Math.max(1, Math.floor(options.perMinute ?? DEFAULT_JOINS_PER_MINUTE));
+  /** Send times within the last minute, oldest first. */
+  const sent: number[] = [];
+  const waiting: { send: () => void; cancelled: boolean }[] = [];
+  let timer: NodeJS.Timeout | undefined;
+
+  const prune = (now: number): void => {
+    while (sent.length > 0 && (sent[0] ?? 0) <= now - WINDOW_MS) sent.shift();
+  };
+
+  /** When the `k`-th join from now (0-based, counting those waiting) can be sent. */
+  const slotAt = (k: number, now: number): number => {
+    prune(now);
+    const free = limit - sent.length;
+    if (k < free) return now;
+    // The window then holds `limit` sends: those recorded, and the free room taken now. Each reopens a slot a
+    // minute after it was sent, and the join sent in that slot reopens one a minute later again.
+    const beyond = k - free;
+    const rounds = Math.floor(beyond / limit);
+    const index = beyond % limit;
+    const base = index < sent.length ? (sent[index] ?? now) : now;
+    return base + WINDOW_MS * (rounds + 1);
+  };
+
+  const drain = (): void => {
+    clearTimeout(timer);
+    timer = undefined;
+    const now = Date.now();
+    prune(now);
+    while (waiting.length > 0 && sent.length < limit) {
+      const next = waiting.shift();
+      if (!next || next.cancelled) continue;
+      sent.push(now);
+      next.send();
+    }
+    while (waiting[0]?.cancelled) waiting.shift();
+    if (waiting.length > 0) {
+      const oldest = sent[0] ?? now;
+      timer = setTimeout(drain, Math.max(0, oldest + WINDOW_MS - now));
+    }
+  };
+
+  return {
+    schedule(send) {
+      const dueAt = slotAt(waiting.filter((entry) => !entry.cancelled).length, Date.now());
+      const entry = { send, cancelled: false };
+      waiting.push(entry);
+      drain();
+      return {
+        dueAt,
+        cancel() {
+          entry.cancelled = true;
+        },
+      };
+    },
+    record() {
+      const now = Date.now();
+      prune(now);
+      sent.push(now);
+    },
+    estimateWaitMs() {
+      const now = Date.now();
+      return slotAt(waiting.filter((entry) => !entry.cancelled).length, now) - now;
+    },
+    get waiting() {
+      return waiting.filter((entry) => !entry.cancelled).length;
+    },
+    clear() {
+      for (const entry of waiting) entry.cancelled = true;
+      waiting.length = 0;
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}

@@ -1,0 +1,39 @@
+/**
+ * A 20-server smoke run of `npm run bench`: the benchmark runs end to end against the emulators and Herald's own
+ * process and produces a well-formed result. No figure is judged here (speed is read from the bench's output).
+ */
+import { describe, expect, it } from 'vitest';
+import { runBench } from '../../bench/bench.ts';
+
+describe('npm run bench (smoke, 20 servers)', () => {
+  it('measures every figure and reports the machine', { timeout: 240_000 }, async () => {
+    const result = await runBench({ servers: [20], coldServers: 20, audioSeconds: 1, runs: 1 });
+
+    expect(result.machine.cpus).toBeGreaterThan(0);
+    expect(result.machine.node).toBe(process.version);
+    expect(result.machine.commit).toMatch(/^[0-9a-f]{4,}$|^unknown$/);
+    expect(result.machine.loadAverageAtStart).toHaveLength(3);
+    for (const spread of [
+      result.p1TtsToFirstPacketMs,
+      result.p2SpeakToFirstPacketMs.cold,
+      result.p2SpeakToFirstPacketMs.warm,
+    ]) {
+      expect(spread.n).toBe(1);
+      expect(spread.median).toBeGreaterThan(0);
+    }
+    // Three queued utterances: at least the two silences between them (the emulator's speech may pause too).
+    expect(result.p3GapsMs.gaps.length).toBeGreaterThanOrEqual(2);
+    const [step] = result.p4Concurrency;
+    expect(step?.servers).toBe(20);
+    // 1 s of audio is 50 packets a server; every server was heard.
+    expect(step?.packets).toBeGreaterThanOrEqual(20 * 45);
+    expect(step?.cpuMsPerStreamSecond).toBeGreaterThan(0);
+    expect(result.p5Memory.idleRssMb).toBeGreaterThan(0);
+    expect(result.p6ColdBurst.servers).toBe(20);
+    expect(result.p6ColdBurst.heard).toBe(20);
+    expect(result.p6ColdBurst.paidUnheardUsd).toBe(0);
+    expect(result.p6ColdBurst.toldSpeakingThenCouldNotConnect).toBe(0);
+    expect(typeof result.baseline.ran).toBe('boolean');
+    expect(JSON.parse(JSON.stringify(result))).toEqual(result);
+  });
+});

@@ -1,0 +1,75 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createJoinQueue } from '../../src/voice/join-queue.ts';
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  vi.setSystemTime(new Date('2026-01-01T00:00:00Z'));
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('join queue', () => {
+  it('sends joins at once while the minute has room', () => {
+    const queue = createJoinQueue({ perMinute: 3 });
+    const sent: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const join = queue.schedule(() => sent.push(i));
+      expect(join.dueAt).toBe(Date.now());
+    }
+    expect(sent).toEqual([0, 1, 2]);
+    expect(queue.waiting).toBe(0);
+  });
+
+  it('holds joins beyond the rate, in order, until the window has room, and says how long they will wait', () => {
+    const queue = createJoinQueue({ perMinute: 2 });
+    const sent: string[] = [];
+    queue.schedule(() => sent.push('a'));
+    vi.advanceTimersByTime(10_000);
+    queue.schedule(() => sent.push('b'));
+    expect(queue.estimateWaitMs()).toBe(50_000);
+    const c = queue.schedule(() => sent.push('c'));
+    const d = queue.schedule(() => sent.push('d'));
+    expect(sent).toEqual(['a', 'b']);
+    expect(queue.waiting).toBe(2);
+    // c takes a's slot a minute after a; d takes b's.
+    expect(c.dueAt - Date.now()).toBe(50_000);
+    expect(d.dueAt - Date.now()).toBe(60_000);
+    // A fifth waits for the slot c frees, a minute after c is sent.
+    expect(queue.estimateWaitMs()).toBe(110_000);
+
+    vi.advanceTimersByTime(49_999);
+    expect(sent).toEqual(['a', 'b']);
+    vi.advanceTimersByTime(1);
+    expect(sent).toEqual(['a', 'b', 'c']);
+    vi.advanceTimersByTime(10_000);
+    expect(sent).toEqual(['a', 'b', 'c', 'd']);
+    expect(queue.waiting).toBe(0);
+  });
+
+  it('never sends a cancelled join, and the next one takes its place', () => {
+    const queue = createJoinQueue({ perMinute: 1 });
+    const sent: string[] = [];
+    queue.schedule(() => sent.push('a'));
+    const b = queue.schedule(() => sent.push('b'));
+    queue.schedule(() => sent.push('c'));
+    b.cancel();
+    expect(queue.waiting).toBe(1);
+    vi.advanceTimersByTime(60_000);
+    expect(sent).toEqual(['a', 'c']);
+  });
+
+  it('counts leaves in the window, and clear() drops every waiting join', () => {
+    const queue = createJoinQueue({ perMinute: 2 });
+    const sent: string[] = [];
+    queue.record();
+    queue.record();
+    queue.schedule(() => sent.push('a'));
+    expect(sent).toEqual([]);
+    expect(queue.estimateWaitMs()).toBe(60_000);
+    queue.clear();
+    vi.advanceTimersByTime(120_000);
+    expect(sent).toEqual([]);
+    expect(queue.waiting).toBe(0);
+  });
+});
