@@ -1,8 +1,8 @@
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { BadRequest, listenForPage, type PageServer } from '../../sandbox/http.ts';
 import { silentLogger } from '../../src/log.ts';
+import { statusForHost } from '../support/http.ts';
 
 // The page's door on loopback: the static page, JSON actions, the WebSocket, and what it refuses.
 
@@ -65,19 +65,7 @@ describe('the page server', () => {
   });
 
   it('refuses a request for another host name (DNS rebinding)', async () => {
-    const { port } = new URL(server.url);
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = request(
-        { host: '127.0.0.1', port, path: '/', headers: { Host: `evil.example:${port}` } },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
-    expect(status).toBe(403);
+    expect(await statusForHost(server.url, 'evil.example')).toBe(403);
   });
 
   it('opens the WebSocket for its own page only', async () => {

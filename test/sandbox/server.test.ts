@@ -1,7 +1,7 @@
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { statusForHost } from '../support/http.ts';
 
 // The sandbox with TTS_BASE_URL and TTS_API_KEY set: the "real" service here is a TTS emulator the sandbox does not
 // own, so the test can see what was charged and that the key stayed on the server.
@@ -65,19 +65,7 @@ describe('the sandbox with a real TTS service configured', () => {
   });
 
   it('answers only requests addressed to its own host name, and only JSON posts', async () => {
-    const { port } = new URL(sandbox.url);
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = request(
-        { host: '127.0.0.1', port, path: '/', headers: { Host: `rebound.example:${port}` } },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
-    expect(status).toBe(403);
+    expect(await statusForHost(sandbox.url, 'rebound.example')).toBe(403);
     const form = await fetch(new URL('/api/move', sandbox.url), {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
