@@ -137,7 +137,7 @@ export function formatDoctorReport(checks: readonly DoctorCheck[]): string {
   lines.push(
     '',
     blocking > 0
-      ? `${blocking} problem${blocking === 1 ? '' : 's'} stop Herald from speaking${other > 0 ? `, and ${other} more to fix` : ''}.`
+      ? `${blocking} problem${blocking === 1 ? ' stops' : 's stop'} Herald from speaking${other > 0 ? `, and ${other} more to fix` : ''}.`
       : other > 0
         ? `Herald can speak; ${other} thing${other === 1 ? '' : 's'} to fix.`
         : 'All good: Herald can speak.',
