@@ -7,14 +7,15 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/e2e/**'],
+          exclude: ['test/e2e/**', 'test/sandbox/page.test.ts', 'test/sandbox/server.test.ts'],
           testTimeout: 20_000,
         },
       },
       {
         test: {
           name: 'e2e',
-          include: ['test/e2e/**/*.test.ts'],
+          // The sandbox's page tests drive a real Chromium against Herald and both emulators: end to end too.
+          include: ['test/e2e/**/*.test.ts', 'test/sandbox/page.test.ts', 'test/sandbox/server.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
           // End-to-end files each start a bot, two emulators and real sockets; on two cores running them

@@ -6,6 +6,7 @@ import {
   SlashCommandBuilder,
 } from 'discord.js';
 import {
+  type BlockReason,
   type BudgetStatus,
   type DailySpend,
   formatUsd,
@@ -64,10 +65,10 @@ export const budget = {
   async execute(interaction, deps: Deps) {
     const subcommand = interaction.options.getSubcommand();
     if (subcommand === 'recheck') {
-      if (!deps.ownerIds.has(interaction.user.id)) {
+      await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+      if (!(await deps.isOperator(interaction.user.id))) {
         return respondEphemeral(interaction, 'Only the bot’s operator can run /budget recheck.');
       }
-      await interaction.deferReply({ flags: MessageFlags.Ephemeral });
       const outcome = await deps.budget.recheck(deps.budgetProbe, {
         guildId: interaction.guildId,
         userId: interaction.user.id,
@@ -122,6 +123,12 @@ export const budget = {
 } satisfies Command;
 
 /** The `/budget show` reply: account figures, then this server's spend today with per-member lines. */
+const BLOCK_REASONS: Readonly<Record<BlockReason, string>> = {
+  'floor-reached': 'the floor is reached',
+  'service-refused': 'the service refused for lack of credit',
+  'balance-unknown': 'the service reports no balance, so the floor cannot be checked',
+};
+
 export function renderBudget(
   status: BudgetStatus,
   spend: DailySpend,
@@ -132,14 +139,11 @@ export function renderBudget(
     status.balanceUsd === undefined
       ? 'unknown (no speech generated yet)'
       : `${formatUsd(status.balanceUsd)}${status.balanceSeenAt === undefined ? '' : `, seen ${timestamp(status.balanceSeenAt)}`}`;
-  const price =
-    status.pricePerCharUsd === undefined
-      ? 'unknown until the first generation'
-      : `${formatUsd(status.pricePerCharUsd)} per character (${status.priceSource})`;
+  const price = `${formatUsd(status.pricePerCharUsd)} per character (${status.priceSource === 'assumed' ? 'assumed until the first generation' : status.priceSource})`;
   const state =
     status.status === 'active'
       ? 'speaking'
-      : `stopped since ${timestamp(status.since)}: ${status.reason === 'floor-reached' ? 'the floor is reached' : 'the service refused for lack of credit'}; the operator can run /budget recheck after a top-up`;
+      : `stopped since ${timestamp(status.since)}: ${BLOCK_REASONS[status.reason]}; Herald checks again by itself, and the operator can run /budget recheck after a top-up`;
   const lines = [
     `**Account** · ${state}`,
     `Balance: ${balance}`,

@@ -1,7 +1,7 @@
 import type { AutocompleteInteraction } from 'discord.js';
 import type { Deps } from '../src/command.ts';
 import { rankSpeakers } from '../src/speakers.ts';
-import type { JoinOutcome } from '../src/voice/manager.ts';
+import type { EnqueueOutcome, JoinOutcome } from '../src/voice/manager.ts';
 
 /** Autocomplete for any `speaker` option: prefix matches, then substring matches, 25 at most. */
 export async function speakerAutocomplete(
@@ -37,4 +37,11 @@ export function describeJoinRefusal(
     case 'channel-full':
       return 'Your voice channel is full, so I can’t join it.';
   }
+}
+
+/** The sentence for an utterance refused because a queue is full. */
+export function describeQueueFull(outcome: Extract<EnqueueOutcome, { kind: 'queue-full' }>): string {
+  return outcome.scope === 'member'
+    ? `You already have ${outcome.limit} messages waiting to be spoken here; send more once some have been said.`
+    : `This server’s speech queue is full (${outcome.limit} messages); try again once some have been said, or use /stop to clear it.`;
 }

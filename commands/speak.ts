@@ -1,10 +1,10 @@
 import { InteractionContextType, MessageFlags, SlashCommandBuilder } from 'discord.js';
 import { describeRefusal } from '../src/budget/index.ts';
 import type { Command } from '../src/command.ts';
-import { describeFailure, NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
+import { acknowledgeEphemeral, describeFailure, NO_MENTIONS } from '../src/replies.ts';
 import { resolveSpeaker } from '../src/speakers.ts';
 import { countCharacters, MAX_TEXT_CHARACTERS } from '../src/tts/index.ts';
-import { describeJoinRefusal, speakerAutocomplete } from './shared.ts';
+import { describeJoinRefusal, describeQueueFull, speakerAutocomplete } from './shared.ts';
 
 export const speak = {
   data: new SlashCommandBuilder()
@@ -17,26 +17,25 @@ export const speak = {
     ),
 
   async execute(interaction, deps) {
+    // Everything below may wait on the network (the voice list, a join): acknowledge within Discord's 3 s first.
+    const reply = acknowledgeEphemeral(interaction, deps.logger);
     const text = interaction.options.getString('text', true);
     const characters = countCharacters(text.trim());
-    if (characters === 0) {
-      return respondEphemeral(interaction, 'There is nothing to say: the text is empty.');
-    }
+    if (characters === 0) return reply('There is nothing to say: the text is empty.');
     if (characters > MAX_TEXT_CHARACTERS) {
-      return respondEphemeral(
-        interaction,
+      return reply(
         `That text is ${characters.toLocaleString('en')} characters; the limit is ${MAX_TEXT_CHARACTERS.toLocaleString('en')}.`,
       );
     }
     const channel = interaction.member.voice.channel;
-    if (!channel) return respondEphemeral(interaction, 'Join a voice channel first, then use /speak.');
-    // Counted on the text as sent, as the guard counts it again when the utterance is synthesised.
-    const verdict = deps.budget.check({
-      guildId: interaction.guildId,
-      userId: interaction.user.id,
-      characters: countCharacters(text),
-    });
-    if (verdict.kind !== 'ok') return respondEphemeral(interaction, describeRefusal(verdict));
+    if (!channel) return reply('Join a voice channel first, then use /speak.');
+    // Counted on the text as sent, as the guard counts it again when the utterance is synthesised; what is
+    // already queued counts too, so a member cannot queue past the limits and be refused later.
+    const verdict = deps.budget.check(
+      { guildId: interaction.guildId, userId: interaction.user.id, characters: countCharacters(text) },
+      deps.voice.queued(interaction.guildId, interaction.user.id),
+    );
+    if (verdict.kind !== 'ok') return reply(describeRefusal(verdict));
 
     const choice = await resolveSpeaker(
       deps,
@@ -46,19 +45,19 @@ export const speak = {
     );
     switch (choice.kind) {
       case 'unknown-option':
-        return respondEphemeral(interaction, `There is no voice called “${choice.option}”. See /voices.`);
+        return reply(`There is no voice called “${choice.option}”. See /voices.`);
       case 'no-speakers':
-        return respondEphemeral(interaction, 'The speech service lists no voices right now.');
+        return reply('The speech service lists no voices right now.');
       case 'chosen':
         break;
     }
 
     const outcome = deps.voice.join(channel, interaction.channel ?? undefined);
     if (outcome.kind !== 'joined' && outcome.kind !== 'already-here') {
-      return respondEphemeral(interaction, describeJoinRefusal(outcome));
+      return reply(describeJoinRefusal(outcome));
     }
     let acknowledged: Promise<void> = new Promise(() => {});
-    const { ahead } = outcome.session.enqueue({
+    const queued = outcome.session.enqueue({
       text,
       speaker: choice.speaker,
       requestedBy: { id: interaction.user.id, name: interaction.member.displayName },
@@ -78,15 +77,16 @@ export const speak = {
           );
       },
     });
+    if (queued.kind === 'queue-full') return reply(describeQueueFull(queued));
     const cost = deps.estimateCostUsd(characters);
     const parts = [
-      ahead === 0
+      queued.ahead === 0
         ? `Speaking now as ${choice.speaker.name}`
-        : `Queued at position ${ahead + 1} as ${choice.speaker.name}`,
+        : `Queued at position ${queued.ahead + 1} as ${choice.speaker.name}`,
       `${characters.toLocaleString('en')} characters`,
       ...(cost === undefined ? [] : [`about $${cost.toFixed(4)}`]),
     ];
-    acknowledged = respondEphemeral(interaction, `${parts.join(' · ')}.`);
+    acknowledged = reply(`${parts.join(' · ')}.`);
     return acknowledged;
   },
 

@@ -1,6 +1,6 @@
 import { InteractionContextType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
 import type { Command } from '../src/command.ts';
-import { respondEphemeral } from '../src/replies.ts';
+import { acknowledgeEphemeral, respondEphemeral } from '../src/replies.ts';
 import { findSpeaker } from '../src/speakers.ts';
 import { speakerAutocomplete } from './shared.ts';
 
@@ -31,15 +31,17 @@ export const voiceSet = {
         'Setting the server’s voice needs the Manage Server permission. Use scope:me to choose your own voice.',
       );
     }
+    // The voice list may have to be fetched: acknowledge within Discord's 3 s first.
+    const reply = acknowledgeEphemeral(interaction, deps.logger);
     const speaker = findSpeaker(await deps.tts.speakers(), wanted);
-    if (!speaker) return respondEphemeral(interaction, `There is no voice called “${wanted}”. See /voices.`);
+    if (!speaker) return reply(`There is no voice called “${wanted}”. See /voices.`);
 
     if (scope === 'server') {
       await deps.settings.setGuildSpeaker(interaction.guildId, speaker.id);
-      return respondEphemeral(interaction, `The server’s voice is now ${speaker.name}.`);
+      return reply(`The server’s voice is now ${speaker.name}.`);
     }
     await deps.settings.setMemberSpeaker(interaction.guildId, interaction.user.id, speaker.id);
-    return respondEphemeral(interaction, `Your voice in this server is now ${speaker.name}.`);
+    return reply(`Your voice in this server is now ${speaker.name}.`);
   },
 
   autocomplete: speakerAutocomplete,

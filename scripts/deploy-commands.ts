@@ -1,5 +1,6 @@
 // Registers Herald's slash commands: `npm run deploy-commands` (global) or `npm run deploy-commands -- --guild <id>`.
 import 'dotenv/config';
+import { parseArgs } from 'node:util';
 import { REST, Routes } from 'discord.js';
 import { commands } from '../commands/index.ts';
 import { isSnowflake } from '../src/snowflake.ts';
@@ -7,14 +8,20 @@ import { isSnowflake } from '../src/snowflake.ts';
 const token = process.env.DISCORD_TOKEN?.trim();
 const applicationId = process.env.DISCORD_APPLICATION_ID?.trim();
 const restUrl = process.env.DISCORD_REST_URL?.trim();
-const guildFlag = process.argv.indexOf('--guild');
-const guildId = guildFlag === -1 ? undefined : process.argv[guildFlag + 1];
-
-const problems = [
-  ...(token ? [] : ['DISCORD_TOKEN is missing.']),
-  ...(applicationId && isSnowflake(applicationId) ? [] : ['DISCORD_APPLICATION_ID must be a numeric id.']),
-  ...(guildFlag !== -1 && !(guildId && isSnowflake(guildId)) ? ['--guild needs a numeric server id.'] : []),
-];
+// `--guild 123` and `--guild=123` alike; anything else (a typo such as `--guid`) is refused rather than silently
+// registering globally.
+let guildId: string | undefined;
+const problems: string[] = [];
+try {
+  const { values } = parseArgs({ options: { guild: { type: 'string' } }, strict: true });
+  guildId = values.guild;
+  if (guildId !== undefined && !isSnowflake(guildId)) problems.push('--guild needs a numeric server id.');
+} catch (error) {
+  problems.push(`${(error as Error).message} Use --guild <server id>, or nothing to register globally.`);
+}
+if (!token) problems.push('DISCORD_TOKEN is missing.');
+if (!(applicationId && isSnowflake(applicationId)))
+  problems.push('DISCORD_APPLICATION_ID must be a numeric id.');
 if (problems.length > 0 || !token || !applicationId) {
   console.error(`Cannot register commands:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   process.exit(1);

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 # Lifecycle scripts are run below, once the right Node is known; run here they would build
 # @discordjs/opus for whatever Node npm happens to run under.
 npm ci --ignore-scripts --no-audit --no-fund
+# Minimal fixes to installed packages, each documented in patches/README.md.
+npx patch-package
 
 node_ok() {
   "$1" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 12) ? 0 : 1)'
@@ -29,3 +31,6 @@ node_ok node || { echo "setup: no Node >= 22.12 available" >&2; exit 1; }
 # @discordjs/opus has no prebuilt binary reachable from here and compiles from source (about 20 s).
 npm rebuild @discordjs/opus
 node -e 'require("@discordjs/opus"); console.log("setup: @discordjs/opus loads under Node " + process.version)'
+
+# The stamp that makes `npm start` / `npm test` skip this script until the lock file or Node changes.
+node scripts/ensure-setup.mjs --write

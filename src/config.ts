@@ -22,6 +22,8 @@ export interface Config {
   readonly idleTimeoutMs: number;
   /** The budget guard's floor, warning level, alert channel, price, member rate and operators. */
   readonly budget: BudgetConfig;
+  /** `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`: utterances waiting in one server, and of one member there. */
+  readonly queueLimits: { readonly perServer: number; readonly perMember: number };
   /** The operations endpoint (`/metrics`, `/healthz`, `/readyz`, the status page); off when `port` is undefined. */
   readonly ops: {
     /** `METRICS_PORT`; undefined keeps the endpoint off. 0 picks a free port (tests). */
@@ -79,6 +81,17 @@ export function parseConfig(env: Env): ConfigResult {
     problems.push('IDLE_TIMEOUT_SECONDS must be a number of seconds between 1 and 86400.');
   }
 
+  const count = (name: string, fallback: number, max: number): number => {
+    const raw = value(name);
+    const parsed = raw === undefined ? fallback : Number(raw);
+    if (!/^\d+$/.test(raw ?? '1') || !Number.isSafeInteger(parsed) || parsed < 1 || parsed > max) {
+      problems.push(`${name} must be a whole number between 1 and ${max}.`);
+    }
+    return parsed;
+  };
+  const perServer = count('QUEUE_MAX_PER_SERVER', 50, 1000);
+  const perMember = count('QUEUE_MAX_PER_MEMBER', 10, 1000);
+  if (perMember > perServer) problems.push('QUEUE_MAX_PER_MEMBER cannot be above QUEUE_MAX_PER_SERVER.');
   const metricsPortText = value('METRICS_PORT');
   const metricsPort = metricsPortText === undefined ? undefined : Number(metricsPortText);
   if (
@@ -112,9 +125,27 @@ export function parseConfig(env: Env): ConfigResult {
       logLevel,
       idleTimeoutMs: idleSeconds * 1000,
       budget: budget.value,
+      queueLimits: { perServer, perMember },
       ops: { port: metricsPort, host: value('METRICS_HOST') ?? '127.0.0.1', token: metricsToken },
     },
   };
+}
+
+/** The variables that say which Discord application and which TTS service Herald uses. */
+const IDENTITY_VARIABLES = [
+  'DISCORD_TOKEN',
+  'DISCORD_APPLICATION_ID',
+  'DISCORD_REST_URL',
+  'TTS_BASE_URL',
+  'TTS_API_KEY',
+] as const;
+
+/**
+ * True when none of the Discord and TTS variables is set (blank counts as unset): a first run, which gets the
+ * sandbox. Any one of them set means the operator meant the real bot, and missing ones are problems.
+ */
+export function isUnconfigured(env: Env): boolean {
+  return IDENTITY_VARIABLES.every((name) => (env[name]?.trim() ?? '') === '');
 }
 
 /** The secrets in a config, for the logger to scrub. */

@@ -10,11 +10,14 @@ import {
   createBudgetGuard,
   createSqliteBudgetStore,
   createTtsProbe,
+  startBudgetRechecks,
 } from './budget/index.ts';
 import type { Deps } from './command.ts';
 import { type Config, secretsOf } from './config.ts';
+import { contained } from './contain.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
+import { createOperatorCheck } from './operators.ts';
 import {
   createOpsMetrics,
   createVoiceWatch,
@@ -123,25 +126,26 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     }),
   });
   const voiceLogger = logger.child({ component: 'voice' });
+  const budgeted = budgetedSynthesize(
+    budget,
+    observeGenerate(
+      (request, signal) => tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
+      events,
+    ),
+  );
   const voice = new VoiceManager({
     logger: voiceLogger,
     idleTimeoutMs: config.idleTimeoutMs,
     ...(options.voiceConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
-    synthesize: logUtterances(
-      budgetedSynthesize(
-        budget,
-        observeGenerate(
-          (request, signal) => tts.generate({ text: request.text, speakerId: request.speaker.id, signal }),
-          events,
-        ),
-      ),
-      voiceLogger,
-    ),
+    limits: config.queueLimits,
+    synthesize: logUtterances(budgeted.synthesize, voiceLogger),
+    onUnplayed: (result, _request, reason) => budgeted.unplayed(result, reason),
     // Sessions are watched only when someone can look: with the endpoint off, voice runs exactly as without it.
     ...(metrics ? { observer: watch.observer } : {}),
   });
+  const budgetProbe = createTtsProbe(tts);
   const deps: Deps = {
     tts,
     settings,
@@ -151,8 +155,12 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     defaultSpeaker: config.tts.defaultSpeaker,
     estimateCostUsd: (characters) => budget.estimateUsd(characters),
     budget,
-    budgetProbe: createTtsProbe(tts),
-    ownerIds: new Set(config.budget.ownerIds),
+    budgetProbe,
+    isOperator: createOperatorCheck(
+      config.budget.ownerIds,
+      () => client.application?.fetch() ?? Promise.reject(new Error('not logged in yet')),
+      logger,
+    ),
     budgetAlertChannelId: config.budget.alertChannelId,
   };
 
@@ -175,17 +183,59 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   });
 
   const onInteraction = createInteractionHandler(commands, deps);
-  client.on(Events.InteractionCreate, (interaction) => void onInteraction(interaction));
-  client.on(Events.VoiceStateUpdate, (oldState, newState) => voice.onVoiceStateUpdate(oldState, newState));
-  client.on(Events.ChannelDelete, (channel) => {
-    if (!channel.isDMBased()) voice.onChannelDelete(channel.id, channel.guildId);
-  });
-  client.on(Events.MessageCreate, (message) => void reader.onMessageCreate(message));
-  client.on(Events.MessageDelete, (message) => reader.onMessageDelete(message));
-  client.on(Events.MessageBulkDelete, (messages) => {
-    for (const message of messages.values()) reader.onMessageDelete(message);
-  });
-  client.on(Events.GuildDelete, (guild) => voice.onGuildDelete(guild.id));
+  // Every handler is contained: an exception in one server's event is logged with that server, never fatal.
+  client.on(
+    Events.InteractionCreate,
+    contained(logger, 'interaction', (interaction) => interaction.guildId, onInteraction),
+  );
+  client.on(
+    Events.VoiceStateUpdate,
+    contained(
+      logger,
+      'voice state',
+      (_old, state) => state.guild.id,
+      (oldState, newState) => voice.onVoiceStateUpdate(oldState, newState),
+    ),
+  );
+  client.on(
+    Events.ChannelDelete,
+    contained(
+      logger,
+      'channel delete',
+      (channel) => (channel.isDMBased() ? null : channel.guildId),
+      (channel) => {
+        if (!channel.isDMBased()) voice.onChannelDelete(channel.id, channel.guildId);
+      },
+    ),
+  );
+  client.on(
+    Events.MessageCreate,
+    contained(logger, 'message', (message) => message.guildId, reader.onMessageCreate),
+  );
+  client.on(
+    Events.MessageDelete,
+    contained(logger, 'message delete', (message) => message.guildId, reader.onMessageDelete),
+  );
+  client.on(
+    Events.MessageBulkDelete,
+    contained(
+      logger,
+      'bulk delete',
+      (messages) => messages.first()?.guildId,
+      (messages) => {
+        for (const message of messages.values()) reader.onMessageDelete(message);
+      },
+    ),
+  );
+  client.on(
+    Events.GuildDelete,
+    contained(
+      logger,
+      'guild delete',
+      (guild) => guild.id,
+      (guild) => voice.onGuildDelete(guild.id),
+    ),
+  );
   client.on(Events.Error, (error) => logger.error('discord client error', { err: error }));
   client.on(Events.Warn, (message) => logger.warn('discord client warning', { message }));
   client.once(Events.ClientReady, (ready) =>
@@ -217,11 +267,18 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
 
   // A synchronous tts.speakers() warm-up would delay start-up; the first command fills the cache instead.
   await client.login(config.discord.token);
+  const stopRechecks = startBudgetRechecks({
+    guard: budget,
+    probe: budgetProbe,
+    intervalMs: config.budget.recheckIntervalMs,
+    logger: budgetLogger,
+  });
 
   return {
     client,
     ops,
     async stop() {
+      stopRechecks();
       await ops?.close();
       voice.destroyAll();
       await client.destroy();

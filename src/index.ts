@@ -1,35 +1,62 @@
 import 'dotenv/config';
-import { parseConfig, secretsOf } from './config.ts';
+import { isUnconfigured, parseConfig, secretsOf } from './config.ts';
 import { startHerald } from './herald.ts';
 import { createLogger } from './log.ts';
 
 // The process entry: configuration from the environment (and .env), a logger, then the bot. Only this file exits.
-const parsed = parseConfig(process.env);
-if (!parsed.ok) {
-  const list = parsed.problems.map((problem) => `  - ${problem}`).join('\n');
-  process.stderr.write(`Herald cannot start; fix the configuration:\n${list}\n`);
-  process.exit(1);
+// With no Discord and no TTS configuration at all, a first-time visitor gets the sandbox (sandbox/main.ts).
+if (isUnconfigured(process.env)) {
+  await import('../sandbox/main.ts');
+} else {
+  await startBot();
 }
-const config = parsed.value;
-const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
 
-process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', { err: reason }));
+async function startBot(): Promise<void> {
+  const parsed = parseConfig(process.env);
+  if (!parsed.ok) {
+    const list = parsed.problems.map((problem) => `  - ${problem}`).join('\n');
+    process.stderr.write(`Herald cannot start; fix the configuration:\n${list}\n`);
+    process.exit(1);
+  }
+  const config = parsed.value;
+  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
 
-try {
-  const herald = await startHerald(config, { logger });
-  const shutdown = (signal: string) => {
-    logger.info('shutting down', { signal });
-    herald.stop().then(
-      () => process.exit(0),
+  // Crash policy. A rejected promise nobody awaited leaves the process in a known state (that one task failed):
+  // log it and go on. An uncaught exception may have left any state half-changed: log it, stop as cleanly as 10 s
+  // allow (ledger rows are committed synchronously, so none is lost), and exit 1 so the supervisor restarts Herald.
+  process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', { err: reason }));
+  let herald: Awaited<ReturnType<typeof startHerald>> | undefined;
+  const exitAfterStop = (code: number): void => {
+    // A stop that hangs (a socket that never closes) must not keep a deploy waiting for ever.
+    setTimeout(() => {
+      logger.error('shutdown took longer than 10 s; exiting anyway');
+      process.exit(1);
+    }, 10_000).unref();
+    (herald?.stop() ?? Promise.resolve()).then(
+      () => process.exit(code),
       (error: unknown) => {
         logger.error('shutdown failed', { err: error });
         process.exit(1);
       },
     );
   };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
-} catch (error) {
-  logger.error('Herald could not start', { err: error });
-  process.exit(1);
+  process.once('uncaughtException', (error) => {
+    logger.error('uncaught exception: the process state is unknown, so Herald stops and exits', {
+      err: error,
+    });
+    exitAfterStop(1);
+  });
+
+  try {
+    herald = await startHerald(config, { logger });
+    const shutdown = (signal: string) => {
+      logger.info('shutting down', { signal });
+      exitAfterStop(0);
+    };
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+  } catch (error) {
+    logger.error('Herald could not start', { err: error });
+    process.exit(1);
+  }
 }

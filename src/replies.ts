@@ -69,3 +69,24 @@ export async function respondEphemeral(
     await interaction.reply({ ...options, flags: MessageFlags.Ephemeral });
   }
 }
+
+/**
+ * Acknowledges an interaction at once with an ephemeral "thinking…" (Discord forgets an interaction not answered
+ * within three seconds) without waiting for the acknowledgement; the returned function sends the answer once it
+ * is through. For commands that may wait on the network before they know their answer.
+ */
+export function acknowledgeEphemeral(
+  interaction: RepliableInteraction,
+  logger: Logger,
+): (content: string, extra?: Omit<InteractionReplyOptions, 'content' | 'flags'>) => Promise<void> {
+  const acknowledged = interaction.deferred
+    ? Promise.resolve()
+    : interaction.deferReply({ flags: MessageFlags.Ephemeral }).then(
+        () => {},
+        (error: unknown) => logger.warn('could not acknowledge an interaction', { err: error }),
+      );
+  return async (content, extra) => {
+    await acknowledged;
+    await respondEphemeral(interaction, content, extra);
+  };
+}

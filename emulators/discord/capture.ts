@@ -1,10 +1,27 @@
 import { analyse, decodeOpus, packetDurationMs, type Segment } from '../support/audio.ts';
 import type { CapturedFrame } from './voice.ts';
 
+/** What the members made of a burst: frames sent, end-to-end encrypted, and decrypted per listener. */
+export interface Hearing {
+  /** Non-silence frames the bot sent. */
+  sent: number;
+  /** Of those, frames carrying DAVE end-to-end encryption. */
+  e2ee: number;
+  /** Non-silence frames sent without E2EE while DAVE was negotiated. */
+  plainUnderDave: number;
+  /** Per listener (member id): non-silence frames it decrypted, and its failures by davey error kind. */
+  listeners: Record<string, { decrypted: number; failed: Record<string, number> }>;
+}
+
 /** What was heard in one burst of audio, decoded and measured. */
 export interface Heard {
-  /** The Opus frames of the burst, in arrival order, without the trailing silence frames the library appends. */
+  /**
+   * The Opus frames the members heard (decrypted by a listener), in arrival order, without the trailing silence
+   * frames the library appends. Frames no listener could decrypt are not in it.
+   */
   frames: Buffer[];
+  /** Frames sent, E2EE frames and frames decrypted per listener, over the whole burst. */
+  hearing: Hearing;
   /** `performance.now()` arrival time of each of `frames`. */
   receivedAt: number[];
   /** Length of the decoded timeline, in ms (reception gaps longer than 60 ms are rendered as silence). */
@@ -39,6 +56,8 @@ export interface VoiceCapture {
   untilFrames(count: number, o?: { timeoutMs?: number }): Promise<void>;
   /** Forgets the captured frames and speaking updates. */
   clear(): void;
+  /** Calls `listener` after every frame, speaking update and connection change; returns the unsubscribe. */
+  subscribe(listener: () => void): () => void;
 }
 
 /** The emulator-side half of a capture: where the voice server feeds frames and state in. */
@@ -141,7 +160,9 @@ export function createCapture(): CaptureSink {
           quiet = setTimeout(() => {
             const burst = frames.slice(cursor);
             cursor = frames.length;
-            done(hear(burst));
+            const heard = hear(burst);
+            console.log(`voice capture: ${describeHearing(heard.hearing)}`);
+            done(heard);
           }, quietMs);
           return false;
         },
@@ -152,6 +173,10 @@ export function createCapture(): CaptureSink {
       frames.length = 0;
       speaking.length = 0;
       cursor = 0;
+    },
+    subscribe: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
   };
 
@@ -175,11 +200,44 @@ export function createCapture(): CaptureSink {
   };
 }
 
-/** Decodes and measures a burst of captured frames (pure apart from the Opus decoder). */
+/** Counts, over `frames`, what was sent, end-to-end encrypted, and decrypted by each listener. */
+export function hearingOf(frames: readonly CapturedFrame[]): Hearing {
+  const sound = frames.filter((f) => !f.silence);
+  const listeners: Hearing['listeners'] = {};
+  for (const frame of sound) {
+    for (const [userId, result] of frame.listeners) {
+      const entry = listeners[userId] ?? { decrypted: 0, failed: {} };
+      listeners[userId] = entry;
+      if (result.ok) entry.decrypted += 1;
+      else entry.failed[result.error] = (entry.failed[result.error] ?? 0) + 1;
+    }
+  }
+  return {
+    sent: sound.length,
+    e2ee: sound.filter((f) => f.e2ee).length,
+    plainUnderDave: sound.filter((f) => f.dave && !f.e2ee).length,
+    listeners,
+  };
+}
+
+/** One line for a test's output: frames sent, E2EE frames, frames decrypted per listener. */
+export function describeHearing(h: Hearing): string {
+  const per = Object.entries(h.listeners).map(([userId, l]) => {
+    const failed = Object.entries(l.failed).map(([kind, n]) => `${n} ${kind}`);
+    return `${userId.slice(-4)}: ${l.decrypted}${failed.length > 0 ? ` (failed ${failed.join(', ')})` : ''}`;
+  });
+  return `frames sent ${h.sent}, E2EE ${h.e2ee}, decrypted per listener {${per.join('; ')}}`;
+}
+
+/** A frame some member heard: decrypted by a listener (or, without DAVE, played as it came). */
+const audible = (frame: CapturedFrame): boolean => [...frame.listeners.values()].some((r) => r.ok);
+
+/** Decodes and measures what the members heard of a burst (pure apart from the Opus decoder). */
 export function hear(burst: readonly CapturedFrame[]): Heard {
+  const hearing = hearingOf(burst);
   let end = burst.length;
   while (end > 0 && burst[end - 1]?.silence) end -= 1;
-  const kept = burst.slice(0, end);
+  const kept = burst.slice(0, end).filter(audible);
   const frames = kept.map((f) => f.opus);
   const receivedAt = kept.map((f) => f.receivedAt);
   // Runs of frames without a pause decode with one decoder; a pause becomes silence between runs.
@@ -206,6 +264,7 @@ export function hear(burst: readonly CapturedFrame[]): Heard {
   const analysis = analyse(pcm);
   return {
     frames,
+    hearing,
     receivedAt,
     durationMs: analysis.durationMs,
     soundMs: analysis.soundMs,

@@ -1,14 +1,26 @@
-import { createDecipheriv, randomBytes, randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import dgram from 'node:dgram';
 import https from 'node:https';
-import { performance } from 'node:perf_hooks';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import type { DaveMedia } from './dave-media.ts';
 import { randomToken } from './model.ts';
+import { decryptRtp } from './rtp.ts';
 
-/** One decrypted RTP packet as the emulator received it. */
+/** One RTP packet as the emulator received it, and what the members in the channel made of it. */
 export interface CapturedFrame {
-  /** The Opus frame, byte for byte as the bot sent it. */
+  /** The Opus frame the members heard (the first listener's decryption), else the transport payload. */
   readonly opus: Buffer;
+  /** The payload inside transport encryption (DAVE ciphertext when `e2ee`). */
+  readonly payload: Buffer;
+  /** The payload carries DAVE end-to-end encryption. */
+  readonly e2ee: boolean;
+  /** DAVE was negotiated for the session when the frame arrived. */
+  readonly dave: boolean;
+  /** Per member in the channel: whether they decrypted the frame, with davey's error kind when not. */
+  readonly listeners: ReadonlyMap<
+    string,
+    { readonly ok: true } | { readonly ok: false; readonly error: string }
+  >;
   /** `performance.now()` when the datagram arrived. */
   readonly receivedAt: number;
   readonly ssrc: number;
@@ -32,6 +44,9 @@ export interface VoiceServerOptions {
   /** The voice HELLO's heartbeat interval; Discord uses 13750 ms. */
   readonly heartbeatIntervalMs: number;
   readonly events: VoiceServerEvents;
+  /** The DAVE layer; DAVE is offered to clients announcing version 1 while `daveOffered()` is true. */
+  readonly dave: DaveMedia;
+  readonly daveOffered: () => boolean;
 }
 
 /** The emulated voice server: voice gateway v8 over TLS plus the UDP media socket. */
@@ -39,7 +54,7 @@ export interface VoiceServer {
   /** `host:port` for VOICE_SERVER_UPDATE. */
   readonly endpoint: string;
   /** Issues a fresh voice token for the bot's join of `guildId` under gateway session `sessionId`. */
-  allocate(guildId: string, userId: string, sessionId: string): string;
+  allocate(guildId: string, userId: string, sessionId: string, channelId: string): string;
   /** Forgets the guild's allocation (the bot left) so a stale IDENTIFY or RESUME is refused. */
   release(guildId: string): void;
   /** Closes the guild's open voice websocket with `code`; false if none was open. */
@@ -60,6 +75,9 @@ interface Allocation {
   readonly userId: string;
   readonly sessionId: string;
   readonly token: string;
+  readonly channelId: string;
+  /** The client's `max_dave_protocol_version`. */
+  maxDave: number;
   ssrc: number;
   secretKey: Buffer | undefined;
   seq: number;
@@ -128,9 +146,25 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     } else ws.send(JSON.stringify(payload));
   };
 
+  /** Server binary frames: `[u16 seq][u8 op][payload]`, sharing the JSON frames' sequence counter. */
+  const sendBinary = (allocation: Allocation, op: number, payload: Buffer): void => {
+    const ws = allocation.ws;
+    if (!ws || ws.readyState !== ws.OPEN) return;
+    allocation.seq += 1;
+    const head = Buffer.alloc(3);
+    head.writeUInt16BE(allocation.seq & 0xffff);
+    head.writeUInt8(op, 2);
+    ws.send(Buffer.concat([head, payload]));
+  };
+
   const onMessage = (ws: WebSocket, raw: RawData, isBinary: boolean, bound: { a?: Allocation }): void => {
-    // Binary frames are DAVE (MLS) messages; DAVE is declined, so there is nothing to answer.
-    if (isBinary) return;
+    if (isBinary) {
+      // Client binary frames are DAVE (MLS) messages: `[u8 op][payload]`.
+      const bytes = Buffer.isBuffer(raw) ? raw : Buffer.concat(Array.isArray(raw) ? raw : [Buffer.from(raw)]);
+      if (bound.a && bytes.length > 0)
+        options.dave.onBinary(bound.a.guildId, bytes[0] ?? 0, bytes.subarray(1));
+      return;
+    }
     let packet: { op?: number; d?: Record<string, unknown> };
     try {
       packet = JSON.parse(String(raw)) as typeof packet;
@@ -151,6 +185,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         allocation.ssrc = randomInt(1, 2 ** 31);
         allocation.secretKey = undefined;
         allocation.seq = 0;
+        allocation.maxDave = Number(d.max_dave_protocol_version ?? 0);
         allocation.ws = ws;
         bound.a = allocation;
         bySsrc.set(allocation.ssrc, allocation);
@@ -183,6 +218,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
           return;
         }
         allocation.secretKey = randomBytes(32);
+        const daveVersion = options.daveOffered() && allocation.maxDave >= 1 ? 1 : 0;
         send(allocation, ws, {
           op: OP.sessionDescription,
           d: {
@@ -191,10 +227,20 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
             audio_codec: 'opus',
             video_codec: null,
             media_session_id: randomToken(16),
-            // 0 declines DAVE: audio travels under transport encryption only, so frames can be compared.
-            dave_protocol_version: 0,
+            // 0 declines DAVE: audio travels under transport encryption only.
+            dave_protocol_version: daveVersion,
           },
         });
+        // After op 4: the client handles DAVE's binary messages only once it is Ready.
+        if (daveVersion === 1) {
+          options.dave.start(allocation.guildId, allocation.channelId, {
+            userId: allocation.userId,
+            sendJson: (op, payload) => {
+              if (allocation.ws) send(allocation, allocation.ws, { op, d: payload });
+            },
+            sendBinary: (op, payload) => sendBinary(allocation, op, payload),
+          });
+        } else options.dave.stop(allocation.guildId);
         setConnected(allocation, true);
         return;
       }
@@ -224,6 +270,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         return;
       }
       default:
+        // DAVE: 23 ready for transition, 31 invalid commit/welcome.
+        if (bound.a && typeof packet.op === 'number') options.dave.onJson(bound.a.guildId, packet.op, d);
         return;
     }
   };
@@ -256,12 +304,27 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     }
     // 8-byte keepalives need no answer.
     if (message.length < 12 + 16 + 4 || (message[0] ?? 0) >> 6 !== 2) return;
-    const frame = decrypt(message, bySsrc);
+    const frame = decryptRtp(message, (ssrc) => bySsrc.get(ssrc));
     if (!frame) {
       rejected.count += 1;
       return;
     }
-    options.events.onFrame(frame.guildId, frame.frame);
+    const hearing = options.dave.hear(frame.guildId, frame.payload);
+    const heard = [...hearing.listeners.values()].find((r) => r.ok);
+    options.events.onFrame(frame.guildId, {
+      ...frame.frame,
+      opus: heard?.ok ? heard.opus : frame.payload,
+      payload: frame.payload,
+      e2ee: hearing.e2ee,
+      dave: hearing.dave,
+      listeners: new Map(
+        [...hearing.listeners].map(([userId, r]) => [
+          userId,
+          r.ok ? { ok: true } : { ok: false, error: r.error },
+        ]),
+      ),
+      silence: frame.payload.equals(SILENCE),
+    });
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -274,15 +337,18 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
 
   return {
     endpoint: `127.0.0.1:${port}`,
-    allocate: (guildId, userId, sessionId) => {
+    allocate: (guildId, userId, sessionId, channelId) => {
       const previous = allocations.get(guildId);
       if (previous) bySsrc.delete(previous.ssrc);
+      options.dave.stop(guildId);
       const token = randomBytes(8).toString('hex');
       allocations.set(guildId, {
         guildId,
         userId,
         sessionId,
         token,
+        channelId,
+        maxDave: 0,
         ssrc: 0,
         secretKey: undefined,
         seq: 0,
@@ -298,6 +364,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       if (!allocation) return;
       allocations.delete(guildId);
       bySsrc.delete(allocation.ssrc);
+      options.dave.stop(guildId);
       setConnected(allocation, false);
     },
     closeSocket: (guildId, code, reason) => {
@@ -322,49 +389,6 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       https_.closeAllConnections();
       await new Promise<void>((resolve) => https_.close(() => resolve()));
       await new Promise<void>((resolve) => udp.close(() => resolve()));
-    },
-  };
-}
-
-/** Decrypts one aead_aes256_gcm_rtpsize packet: AAD = RTP header, IV = 4-byte counter + 8 zero bytes. */
-function decrypt(
-  packet: Buffer,
-  bySsrc: ReadonlyMap<number, Allocation>,
-): { guildId: string; frame: CapturedFrame } | undefined {
-  const receivedAt = performance.now();
-  const first = packet[0] ?? 0;
-  const csrcCount = first & 0x0f;
-  const hasExtension = (first & 0x10) !== 0;
-  // rtpsize modes authenticate the fixed header, CSRCs and the 4-byte extension header, and encrypt the rest.
-  const headerLength = 12 + 4 * csrcCount + (hasExtension ? 4 : 0);
-  const ssrc = packet.readUInt32BE(8);
-  const allocation = bySsrc.get(ssrc);
-  if (!allocation?.secretKey || packet.length < headerLength + 16 + 4) return undefined;
-  const header = packet.subarray(0, headerLength);
-  const counter = packet.subarray(packet.length - 4);
-  const tag = packet.subarray(packet.length - 4 - 16, packet.length - 4);
-  const body = packet.subarray(headerLength, packet.length - 4 - 16);
-  const iv = Buffer.concat([counter, Buffer.alloc(8)]);
-  let plain: Buffer;
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', allocation.secretKey, iv);
-    decipher.setAAD(header);
-    decipher.setAuthTag(tag);
-    plain = Buffer.concat([decipher.update(body), decipher.final()]);
-  } catch {
-    return undefined;
-  }
-  const extensionWords = hasExtension ? packet.readUInt16BE(headerLength - 2) : 0;
-  const opus = plain.subarray(extensionWords * 4);
-  return {
-    guildId: allocation.guildId,
-    frame: {
-      opus,
-      receivedAt,
-      ssrc,
-      seq: packet.readUInt16BE(2),
-      timestamp: packet.readUInt32BE(4),
-      silence: opus.equals(SILENCE),
     },
   };
 }

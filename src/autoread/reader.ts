@@ -1,4 +1,5 @@
 import { MessageFlags } from 'discord.js';
+import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { resolveSpeaker } from '../speakers.ts';
 import type { SettingsStore } from '../storage/index.ts';
@@ -9,7 +10,7 @@ import {
   normaliseMessage,
 } from '../text/normalise.ts';
 import { MAX_TEXT_CHARACTERS, type TtsClient } from '../tts/index.ts';
-import type { SpeechRequest } from '../voice/session.ts';
+import type { EnqueueOutcome, SpeechRequest } from '../voice/session.ts';
 import { decide, type MessageFacts } from './filter.ts';
 import type { AutoReadStore } from './settings.ts';
 
@@ -54,7 +55,7 @@ export interface DeletedMessage {
 /** The voice session the reader speaks on; a `GuildSession` fits. */
 export interface LiveSession {
   readonly channelId: string | null;
-  enqueue(request: SpeechRequest): { ahead: number };
+  enqueue(request: SpeechRequest): EnqueueOutcome;
   withdraw(key: string): boolean;
 }
 
@@ -167,13 +168,23 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       log.debug('auto-read dropped a message before queueing', { deleted: ticket.deleted });
       return;
     }
-    live.enqueue({
+    const queued = live.enqueue({
       text,
       speaker,
       requestedBy: { id: authorId, name },
       key: arrived.id,
       onFailure: (error) => onFailure(guildId, facts.channelId, error, log),
     });
+    if (queued.kind === 'queue-full') {
+      const whose = queued.scope === 'member' ? 'this member has' : 'this server has';
+      onFailure(
+        guildId,
+        facts.channelId,
+        new UserFacingError(`the speech queue is full (${whose} ${queued.limit} messages waiting).`),
+        log,
+      );
+      return;
+    }
     lastRead.set(guildId, { authorId, at });
   }
 

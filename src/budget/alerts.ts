@@ -38,9 +38,15 @@ export function describeAlert(alert: BudgetAlert): string {
     case 'warn':
       return `Herald’s speech budget is running low: the account balance is ${formatUsd(alert.balanceUsd)} (warning level ${formatUsd(alert.warnUsd)}); Herald stops speaking at ${formatUsd(alert.floorUsd)}.`;
     case 'blocked':
-      return alert.reason === 'floor-reached'
-        ? `Herald has stopped speaking: the account balance (${alert.balanceUsd === undefined ? 'unknown' : formatUsd(alert.balanceUsd)}) has reached the floor (${formatUsd(alert.floorUsd)}). After a top-up, the operator can run /budget recheck.`
-        : `Herald has stopped speaking: the speech service refused a request for lack of credit${alert.balanceUsd === undefined ? '' : ` (balance ${formatUsd(alert.balanceUsd)})`}. After a top-up, the operator can run /budget recheck.`;
+      switch (alert.reason) {
+        case 'floor-reached':
+          return `Herald has stopped speaking: the account balance (${alert.balanceUsd === undefined ? 'unknown' : formatUsd(alert.balanceUsd)}) has reached the floor (${formatUsd(alert.floorUsd)}). After a top-up, the operator can run /budget recheck.`;
+        case 'service-refused':
+          return `Herald has stopped speaking: the speech service refused a request for lack of credit${alert.balanceUsd === undefined ? '' : ` (balance ${formatUsd(alert.balanceUsd)})`}. Herald checks again by itself every few minutes and resumes after a top-up; the operator can also run /budget recheck.`;
+        case 'balance-unknown':
+          return `Herald has stopped speaking: the speech service does not report the account balance, so the floor (${formatUsd(alert.floorUsd)}) cannot be checked. Herald checks again by itself every few minutes.`;
+      }
+      break;
     case 'resumed':
       return `Herald speaks again: the account balance is ${formatUsd(alert.balanceUsd)}, above the floor (${formatUsd(alert.floorUsd)}).`;
   }

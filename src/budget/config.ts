@@ -12,8 +12,13 @@ export interface BudgetConfig {
   readonly pricePerCharUsd: number | undefined;
   /** `BUDGET_MEMBER_CHARS_PER_MINUTE` (default 5000): characters one user may have spoken in any 60 s. */
   readonly memberCharsPerMinute: number;
-  /** `BOT_OWNER_IDS`: Discord user ids (comma or space separated) allowed to run `/budget recheck`. */
+  /**
+   * `BOT_OWNER_IDS`: Discord user ids (comma or space separated) allowed to run `/budget recheck`; when empty,
+   * the application's owner (or its team's members) as Discord reports them.
+   */
   readonly ownerIds: readonly string[];
+  /** `BUDGET_RECHECK_MINUTES` (default 5; 0 turns it off): how often Herald re-checks a stop by itself. */
+  readonly recheckIntervalMs: number;
 }
 
 /** Result of {@link parseBudgetConfig}: the config, or every problem found, each naming its variable. */
@@ -23,6 +28,9 @@ export type BudgetConfigResult =
 
 /** Per-member default: above the 4,000 characters `/speak` accepts, so one long message always fits. */
 export const DEFAULT_MEMBER_CHARS_PER_MINUTE = 5_000;
+
+/** How often a stop is re-checked by default: a top-up is noticed within five minutes, for one character each. */
+export const DEFAULT_RECHECK_MINUTES = 5;
 
 /** Parses the budget variables from an environment object; never throws. */
 export function parseBudgetConfig(env: Readonly<Record<string, string | undefined>>): BudgetConfigResult {
@@ -67,9 +75,27 @@ export function parseBudgetConfig(env: Readonly<Record<string, string | undefine
     problems.push('BOT_OWNER_IDS must be numeric Discord user ids, separated by commas.');
   }
 
+  const recheck = value('BUDGET_RECHECK_MINUTES');
+  const recheckMinutes = recheck === undefined ? DEFAULT_RECHECK_MINUTES : Number(recheck);
+  if (!/^\d+(\.\d+)?$/.test(recheck ?? '1') || !(recheckMinutes >= 0 && recheckMinutes <= 1440)) {
+    problems.push('BUDGET_RECHECK_MINUTES must be a number of minutes between 0 (off) and 1440.');
+  } else if (recheckMinutes > 0 && recheckMinutes < 0.05) {
+    problems.push(
+      'BUDGET_RECHECK_MINUTES must be at least 0.05 (3 s), or 0 to turn it off: each re-check is a paid call.',
+    );
+  }
+
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
-    value: { floorUsd, warnUsd, alertChannelId, pricePerCharUsd, memberCharsPerMinute, ownerIds },
+    value: {
+      floorUsd,
+      warnUsd,
+      alertChannelId,
+      pricePerCharUsd,
+      memberCharsPerMinute,
+      ownerIds,
+      recheckIntervalMs: recheckMinutes * 60_000,
+    },
   };
 }

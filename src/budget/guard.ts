@@ -26,7 +26,7 @@ export interface Reservation {
   readonly guildId: string;
   readonly userId: string;
   readonly characters: number;
-  /** USD set aside; 0 while the price per character is unknown. */
+  /** USD set aside, at the learned, configured or assumed price. */
   readonly estimateUsd: number;
 }
 
@@ -69,7 +69,7 @@ export type BudgetRefusal =
       readonly retryAfterMs: number | undefined;
     };
 
-/** Outcome of {@link BudgetGuard.reserve}. `learning`: the price or balance is unknown and one generation is in flight. */
+/** Outcome of {@link BudgetGuard.reserve}. `learning`: the balance is unknown and one generation is in flight. */
 export type ReserveOutcome =
   | { readonly kind: 'reserved'; readonly reservation: Reservation }
   | BudgetRefusal
@@ -107,8 +107,17 @@ export type BudgetAlert =
     }
   | { readonly kind: 'resumed'; readonly balanceUsd: number; readonly floorUsd: number };
 
-/** Where the price per character comes from: the service's own figures, the configuration, or nowhere yet. */
-export type PriceSource = 'learned' | 'configured' | 'unknown';
+/**
+ * Where the price per character comes from: the service's own figures, the configuration, or, before either, a
+ * deliberately high assumption ({@link ASSUMED_PRICE_PER_CHAR_USD}) so that estimates err on the side of the floor.
+ */
+export type PriceSource = 'learned' | 'configured' | 'assumed';
+
+/**
+ * The price assumed before the service's figures or the configuration give one: $0.30 per thousand characters,
+ * the top of what commercial TTS services charge, so an estimate made with it is never too low.
+ */
+export const ASSUMED_PRICE_PER_CHAR_USD = 0.0003;
 
 /** The guard's figures, for `/budget show` and tests. */
 export type BudgetStatus = {
@@ -116,7 +125,7 @@ export type BudgetStatus = {
   readonly balanceSeenAt: number | undefined;
   readonly floorUsd: number;
   readonly warnUsd: number | undefined;
-  readonly pricePerCharUsd: number | undefined;
+  readonly pricePerCharUsd: number;
   readonly priceSource: PriceSource;
   readonly memberCharsPerMinute: number;
   /** Generations in flight and the money set aside for them. */
@@ -147,8 +156,11 @@ export interface BudgetGuardOptions {
 
 /** Refuses, reserves and settles the money of every generation, so spending stops at the floor and never past it. */
 export interface BudgetGuard {
-  /** Would this request be allowed now? Reserves nothing: for refusing a `/speak` at once. */
-  check(request: BudgetRequest): { readonly kind: 'ok' } | BudgetRefusal;
+  /**
+   * Would this request be allowed now, on top of what is already queued and not yet reserved? Reserves nothing:
+   * for refusing a `/speak` at once rather than after it waited in the queue.
+   */
+  check(request: BudgetRequest, queued?: QueuedCharacters): { readonly kind: 'ok' } | BudgetRefusal;
   /** Synchronous, so concurrent callers see each other's reservations. */
   reserve(request: BudgetRequest): ReserveOutcome;
   /**
@@ -159,13 +171,18 @@ export interface BudgetGuard {
     request: BudgetRequest,
     signal?: AbortSignal,
   ): Promise<{ readonly kind: 'reserved'; readonly reservation: Reservation } | BudgetRefusal>;
-  /** Records what the generation cost (ledger row and account state, durably) and frees the reservation. */
-  settle(reservation: Reservation, settlement: Settlement): void;
+  /**
+   * Records what the generation cost (ledger row and account state, durably) and frees the reservation. Returns
+   * the ledger row's id (for {@link markWasted}); undefined when the reservation was already settled.
+   */
+  settle(reservation: Reservation, settlement: Settlement): number | undefined;
+  /** Records in the ledger that a settled generation's audio was never heard, and why. */
+  markWasted(ledgerId: number, reason: string): void;
   /** Frees the reservation of a failed generation; a {@link TtsInsufficientBalanceError} blocks at once. */
   release(reservation: Reservation, error: unknown): void;
   status(): BudgetStatus;
-  /** What `characters` would cost at the current price; undefined while the price is unknown. */
-  estimateUsd(characters: number): number | undefined;
+  /** What `characters` would cost at the current (learned, configured or assumed) price. */
+  estimateUsd(characters: number): number;
   /** The server's spend on the current UTC day, per member. */
   spendToday(guildId: string): DailySpend;
   guildSettings(guildId: string): GuildBudgetSettings;
@@ -182,6 +199,16 @@ export interface BudgetGuard {
     probe: BudgetProbe,
     by: { readonly guildId: string; readonly userId: string },
   ): Promise<RecheckOutcome>;
+}
+
+/** Characters queued in voice sessions and not yet reserved, which {@link BudgetGuard.check} counts as committed. */
+export interface QueuedCharacters {
+  /** The member's, in every server (the rate limit is per member). */
+  readonly member: number;
+  /** Everyone's in this server (its daily cap). */
+  readonly guild: number;
+  /** Everyone's everywhere (the floor). */
+  readonly all: number;
 }
 
 /** A refusal as an error, for the voice session's failure path; `describeFailure` shows its message. */
@@ -238,17 +265,18 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
   const open = new Map<number, OpenReservation>();
   let waiters: (() => void)[] = [];
   let nextId = 1;
+  const pendingAlerts: BudgetAlert[] = [];
   let account: AccountState = store.account();
 
-  const price = (): number | undefined => account.pricePerCharUsd ?? options.pricePerCharUsd;
-  const estimateNanos = (characters: number): number => {
-    const perChar = price();
-    return perChar === undefined ? 0 : Math.round(perChar * characters * 1e9);
-  };
+  const price = (): number =>
+    account.pricePerCharUsd ?? options.pricePerCharUsd ?? ASSUMED_PRICE_PER_CHAR_USD;
+  const estimateNanos = (characters: number): number => Math.round(price() * characters * 1e9);
   const reservedNanos = (keep: (reservation: Reservation) => boolean = () => true): number =>
     [...open.values()].reduce((sum, o) => sum + (keep(o.reservation) ? o.estimateNanos : 0), 0);
-  // Without both figures an estimate means nothing, so concurrency could overshoot: one generation at a time.
-  const learning = (): boolean => account.balanceUsd === null || price() === undefined;
+  // Before the first balance is seen, reservations have nothing to be checked against, so concurrency could
+  // overshoot the floor: one generation at a time until a response reports it. With a floor of 0 the service's
+  // own refusal (402) is the floor, and nothing needs to wait.
+  const learning = (): boolean => account.balanceUsd === null && floorNanos > 0;
 
   const alert = (event: BudgetAlert): void => {
     if (event.kind === 'resumed') logger.info('budget resumed', { ...event });
@@ -266,7 +294,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     for (const resume of woken) resume();
   };
 
-  const evaluate = (request: BudgetRequest): BudgetRefusal | undefined => {
+  const evaluate = (request: BudgetRequest, queued?: QueuedCharacters): BudgetRefusal | undefined => {
     if (account.blockedSince !== null) {
       return {
         kind: 'blocked',
@@ -278,7 +306,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     }
     const estimate = estimateNanos(request.characters);
     if (account.balanceUsd !== null) {
-      const reserved = reservedNanos();
+      const reserved = reservedNanos() + estimateNanos(queued?.all ?? 0);
       if (toNanos(account.balanceUsd) - reserved - estimate < floorNanos) {
         return {
           kind: 'would-cross-floor',
@@ -294,7 +322,8 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     if (dailyCapUsd !== null) {
       const spent =
         toNanos(store.spendOn(request.guildId, utcDay(at)).usd) +
-        reservedNanos((r) => r.guildId === request.guildId);
+        reservedNanos((r) => r.guildId === request.guildId) +
+        estimateNanos(queued?.guild ?? 0);
       if (spent + estimate > toNanos(dailyCapUsd)) {
         return {
           kind: 'daily-cap',
@@ -311,7 +340,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
       (sum, o) => sum + (o.reservation.userId === request.userId ? o.reservation.characters : 0),
       0,
     );
-    const used = recent.reduce((sum, row) => sum + row.characters, 0) + inFlight;
+    const used = recent.reduce((sum, row) => sum + row.characters, 0) + inFlight + (queued?.member ?? 0);
     if (used + request.characters > memberCharsPerMinute) {
       return {
         kind: 'member-rate',
@@ -357,7 +386,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     open.set(reservation.id, {
       reservation,
       estimateNanos: estimate,
-      priced: price() !== undefined,
+      priced: true,
       overlapped,
     });
     return reservation;
@@ -373,7 +402,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     const balance = state.balanceUsd;
     let next = state;
     // Blocked when even a one-character request would cross the floor.
-    const cheapest = toNanos(next.pricePerCharUsd ?? options.pricePerCharUsd ?? 0);
+    const cheapest = toNanos(next.pricePerCharUsd ?? options.pricePerCharUsd ?? ASSUMED_PRICE_PER_CHAR_USD);
     if (next.blockedSince === null && toNanos(balance) - cheapest < floorNanos) {
       next = { ...next, blockedSince: at, blockedReason: 'floor-reached' };
       alerts.push({ kind: 'blocked', reason: 'floor-reached', balanceUsd: balance, floorUsd });
@@ -400,9 +429,9 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     return entry;
   };
 
-  const settle = (reservation: Reservation, settlement: Settlement): void => {
+  const settle = (reservation: Reservation, settlement: Settlement): number | undefined => {
     const entry = take(reservation);
-    if (!entry) return;
+    if (!entry) return undefined;
     try {
       const at = now();
       let next = account;
@@ -417,18 +446,28 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
           known === null || balanceUsd <= known || reservation.kind === 'probe' || !entry.overlapped;
         if (trusted) next = { ...next, balanceUsd, balanceSeenAt: at };
         else logger.debug('ignored a stale higher balance', { reported: balanceUsd, known });
-      } else {
-        logger.warn('the TTS response carried no balance', { requestId: settlement.requestId });
+      } else if (next.balanceUsd !== null) {
+        // Fail closed: no balance reported means the last known one, less what this generation cost (or was
+        // estimated to), never "unknown, so fine".
+        const spent = costUsd === undefined ? entry.estimateNanos : toNanos(costUsd);
+        next = { ...next, balanceUsd: fromNanos(toNanos(next.balanceUsd) - spent) };
+        logger.warn('the TTS response carried no balance; deducted its cost from the last known one', {
+          requestId: settlement.requestId,
+        });
+      } else if (floorNanos > 0 && next.blockedSince === null) {
+        // A floor that can never be checked is no floor: stop, and say why.
+        next = { ...next, blockedSince: at, blockedReason: 'balance-unknown' };
+        pendingAlerts.push({ kind: 'blocked', reason: 'balance-unknown', balanceUsd: undefined, floorUsd });
       }
       const { state, alerts } = withTransitions(next, at);
-      store.recordGeneration(
+      const ledgerId = store.recordGeneration(
         {
           kind: reservation.kind,
           guildId: reservation.guildId,
           userId: reservation.userId,
           characters: reservation.characters,
           costUsd: costUsd ?? null,
-          estimatedCostUsd: entry.priced ? reservation.estimateUsd : null,
+          estimatedCostUsd: reservation.estimateUsd,
           balanceAfterUsd: balanceUsd ?? null,
           requestId: settlement.requestId ?? null,
           at,
@@ -436,7 +475,8 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
         state,
       );
       account = state;
-      for (const event of alerts) alert(event);
+      for (const event of [...pendingAlerts.splice(0), ...alerts]) alert(event);
+      return ledgerId;
     } finally {
       wake();
     }
@@ -494,8 +534,8 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
   for (const event of startup.alerts) alert(event);
 
   return {
-    check(request) {
-      return evaluate(request) ?? { kind: 'ok' };
+    check(request, queued) {
+      return evaluate(request, queued) ?? { kind: 'ok' };
     },
     reserve,
     async acquire(request, signal) {
@@ -507,6 +547,9 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
       }
     },
     settle,
+    markWasted(ledgerId, reason) {
+      store.markWasted(ledgerId, reason);
+    },
     release,
     status() {
       const perChar = price();
@@ -519,8 +562,8 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
         priceSource:
           account.pricePerCharUsd !== null
             ? ('learned' as const)
-            : perChar === undefined
-              ? ('unknown' as const)
+            : options.pricePerCharUsd === undefined
+              ? ('assumed' as const)
               : ('configured' as const),
         memberCharsPerMinute,
         inFlight: open.size,
@@ -536,7 +579,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
           };
     },
     estimateUsd(characters) {
-      return price() === undefined ? undefined : fromNanos(estimateNanos(characters));
+      return fromNanos(estimateNanos(characters));
     },
     spendToday(guildId) {
       return store.spendOn(guildId, utcDay(now()));
@@ -566,7 +609,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
       const balance = account.balanceUsd;
       if (account.blockedSince === null)
         return { kind: 'active', balanceUsd: balance ?? undefined, floorUsd };
-      const cheapest = toNanos(price() ?? 0);
+      const cheapest = toNanos(price());
       if (result.balanceUsd === undefined || balance === null || toNanos(balance) - cheapest < floorNanos) {
         return { kind: 'still-blocked', balanceUsd: balance ?? undefined, floorUsd };
       }
@@ -584,9 +627,12 @@ export function describeRefusal(refusal: BudgetRefusal): string {
   switch (refusal.kind) {
     case 'blocked': {
       const balance = refusal.balanceUsd === undefined ? 'unknown' : formatUsd(refusal.balanceUsd);
+      if (refusal.reason === 'balance-unknown') {
+        return `Herald has stopped speaking: the speech service does not report the account balance, so the floor the operator set (${formatUsd(refusal.floorUsd)}) cannot be checked. Herald checks again by itself; the operator can also run /budget recheck.`;
+      }
       return refusal.reason === 'floor-reached'
         ? `Herald has stopped speaking: the account balance (${balance}) has reached the floor the operator set (${formatUsd(refusal.floorUsd)}).`
-        : `Herald has stopped speaking: the speech service refused a request for lack of credit (balance ${balance}; the floor the operator set is ${formatUsd(refusal.floorUsd)}). The operator can top up and run /budget recheck.`;
+        : `Herald has stopped speaking: the speech service refused a request for lack of credit (balance ${balance}; the floor the operator set is ${formatUsd(refusal.floorUsd)}). Herald resumes by itself once the operator tops up (it checks again every few minutes).`;
     }
     case 'would-cross-floor': {
       const committed =

@@ -9,6 +9,7 @@ export {
   parseBudgetConfig,
 } from './config.ts';
 export {
+  ASSUMED_PRICE_PER_CHAR_USD,
   type BudgetAlert,
   type BudgetGuard,
   type BudgetGuardOptions,
@@ -22,11 +23,13 @@ export {
   formatUsd,
   learnPrice,
   type PriceSource,
+  type QueuedCharacters,
   type RecheckOutcome,
   type Reservation,
   type ReserveOutcome,
   type Settlement,
 } from './guard.ts';
+export { AUTOMATIC_RECHECK, type BudgetRecheckOptions, startBudgetRechecks } from './recheck.ts';
 export {
   type AccountState,
   type BlockReason,
@@ -39,16 +42,23 @@ export {
   type LedgerInput,
   type MemberSpend,
   utcDay,
+  type WasteReason,
 } from './store.ts';
-export { budgetedSynthesize, createTtsProbe, type GuildSynthesize, PROBE_TEXT } from './synthesize.ts';
+export {
+  type BudgetedSynthesis,
+  budgetedSynthesize,
+  createTtsProbe,
+  type GuildSynthesize,
+  PROBE_TEXT,
+} from './synthesize.ts';
 
 /** What `/budget` needs; the composition root merges it into `Deps`. */
 export interface BudgetDeps {
   readonly budget: BudgetGuard;
   /** The paid call `/budget recheck` makes. */
   readonly budgetProbe: BudgetProbe;
-  /** `BOT_OWNER_IDS`: who may run `/budget recheck`. */
-  readonly ownerIds: ReadonlySet<string>;
+  /** Whether a user may run `/budget recheck`: `BOT_OWNER_IDS`, or else the application's owner or team. */
+  readonly isOperator: (userId: string) => Promise<boolean>;
   /** `BUDGET_ALERT_CHANNEL_ID`, shown by `/budget show` as where alerts go. */
   readonly budgetAlertChannelId: string | undefined;
 }

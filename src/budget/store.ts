@@ -3,7 +3,7 @@ import { migrate } from '../storage/sqlite.ts';
 
 /**
  * The budget tables' migrations, applied by `migrate(db, 'budget', …)`. Append only: a released migration is
- * never edited. Times are milliseconds since the epoch; money is USD as the service reports it.
+ * never edited. Times are milliseconds since the epoch; money is whole nano-dollars from version 2 on.
  */
 export const BUDGET_MIGRATIONS: readonly string[] = [
   `CREATE TABLE budget_account (
@@ -37,10 +37,71 @@ export const BUDGET_MIGRATIONS: readonly string[] = [
      daily_cap_usd REAL,
      alert_channel_id TEXT
    );`,
+  // Money in whole nano-dollars (the price in pico-dollars per character), never floating point; and the
+  // reason paid audio went unheard (`wasted`), null while it was played or may still be.
+  `CREATE TABLE budget_account_v2 (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     balance_nanos INTEGER,
+     balance_seen_at INTEGER,
+     price_picos_per_char INTEGER,
+     price_characters INTEGER,
+     blocked_since INTEGER,
+     blocked_reason TEXT,
+     warned INTEGER NOT NULL DEFAULT 0
+   );
+   INSERT INTO budget_account_v2
+     SELECT id, CAST(ROUND(balance_usd * 1e9) AS INTEGER), balance_seen_at,
+       CAST(ROUND(price_per_char_usd * 1e12) AS INTEGER), price_characters, blocked_since, blocked_reason, warned
+     FROM budget_account;
+   DROP TABLE budget_account;
+   ALTER TABLE budget_account_v2 RENAME TO budget_account;
+   CREATE TABLE budget_ledger_v2 (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     kind TEXT NOT NULL,
+     guild_id TEXT NOT NULL,
+     user_id TEXT NOT NULL,
+     characters INTEGER NOT NULL,
+     cost_nanos INTEGER,
+     estimated_cost_nanos INTEGER,
+     balance_after_nanos INTEGER,
+     request_id TEXT,
+     at INTEGER NOT NULL,
+     day TEXT NOT NULL,
+     wasted TEXT
+   );
+   INSERT INTO budget_ledger_v2
+     SELECT id, kind, guild_id, user_id, characters, CAST(ROUND(cost_usd * 1e9) AS INTEGER),
+       CAST(ROUND(estimated_cost_usd * 1e9) AS INTEGER), CAST(ROUND(balance_after_usd * 1e9) AS INTEGER),
+       request_id, at, day, NULL
+     FROM budget_ledger;
+   DROP TABLE budget_ledger;
+   ALTER TABLE budget_ledger_v2 RENAME TO budget_ledger;
+   CREATE INDEX budget_ledger_guild_day ON budget_ledger (guild_id, day);
+   CREATE INDEX budget_ledger_user_at ON budget_ledger (user_id, at);
+   CREATE TABLE budget_guild_v2 (
+     guild_id TEXT PRIMARY KEY,
+     daily_cap_nanos INTEGER,
+     alert_channel_id TEXT
+   );
+   INSERT INTO budget_guild_v2
+     SELECT guild_id, CAST(ROUND(daily_cap_usd * 1e9) AS INTEGER), alert_channel_id FROM budget_guild;
+   DROP TABLE budget_guild;
+   ALTER TABLE budget_guild_v2 RENAME TO budget_guild;`,
 ];
 
-/** Why spending stopped: Herald's own floor check, or the service refusing for lack of credit (402). */
-export type BlockReason = 'floor-reached' | 'service-refused';
+const NANOS = 1e9;
+const PICOS = 1e12;
+const toNanos = (usd: number | null): number | null => (usd === null ? null : Math.round(usd * NANOS));
+const fromNanos = (nanos: number | null): number | null => (nanos === null ? null : nanos / NANOS);
+
+/**
+ * Why spending stopped: Herald's own floor check, the service refusing for lack of credit (402), or a floor that
+ * cannot be checked because the service reports no balance.
+ */
+export type BlockReason = 'floor-reached' | 'service-refused' | 'balance-unknown';
+
+/** Why paid audio was never heard: a member's `/skip` or `/stop`, a deleted message, or how the session ended. */
+export type WasteReason = string;
 
 /** The account as last seen, persisted so a restart resumes exactly where it stopped. */
 export interface AccountState {
@@ -80,6 +141,8 @@ export interface LedgerInput {
 /** One ledger row. */
 export interface LedgerEntry extends LedgerInput {
   readonly id: number;
+  /** Why this paid audio was never heard; null when it was played (or may still be). */
+  readonly wasted: WasteReason | null;
   /** The UTC day of `at`, `YYYY-MM-DD`. */
   readonly day: string;
 }
@@ -120,8 +183,10 @@ export interface BudgetStore {
   account(): AccountState;
   /** Replaces the account state. */
   saveAccount(state: AccountState): void;
-  /** Appends a ledger row and replaces the account state in one transaction. */
-  recordGeneration(entry: LedgerInput, state: AccountState): void;
+  /** Appends a ledger row and replaces the account state in one transaction; returns the row's id. */
+  recordGeneration(entry: LedgerInput, state: AccountState): number;
+  /** Marks a ledger row as paid and never heard, with why; the first reason given stays. */
+  markWasted(ledgerId: number, reason: WasteReason): void;
   /** Ledger rows, oldest first; `since` (ms) keeps only rows at or after it. */
   ledger(options?: { readonly since?: number; readonly guildId?: string }): LedgerEntry[];
   /** A server's spend on a UTC day (`YYYY-MM-DD`). */
@@ -142,9 +207,9 @@ export function utcDay(at: number): string {
 }
 
 interface AccountRow {
-  balance_usd: number | null;
+  balance_nanos: number | null;
   balance_seen_at: number | null;
-  price_per_char_usd: number | null;
+  price_picos_per_char: number | null;
   price_characters: number | null;
   blocked_since: number | null;
   blocked_reason: string | null;
@@ -157,32 +222,34 @@ interface LedgerRow {
   guild_id: string;
   user_id: string;
   characters: number;
-  cost_usd: number | null;
-  estimated_cost_usd: number | null;
-  balance_after_usd: number | null;
+  cost_nanos: number | null;
+  estimated_cost_nanos: number | null;
+  balance_after_nanos: number | null;
   request_id: string | null;
   at: number;
   day: string;
+  wasted: string | null;
 }
 
 /** Spend counts the reported cost, or the reservation's estimate when the service sent none. */
-const SPEND = 'COALESCE(cost_usd, estimated_cost_usd, 0)';
+const SPEND = 'COALESCE(cost_nanos, estimated_cost_nanos, 0)';
 
 /** A {@link BudgetStore} on a database from `openSqlite`; applies the budget migrations first. */
 export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
   migrate(db, 'budget', BUDGET_MIGRATIONS);
   const selectAccount = db.prepare(
-    `SELECT balance_usd, balance_seen_at, price_per_char_usd, price_characters, blocked_since, blocked_reason, warned
-     FROM budget_account WHERE id = 1`,
+    `SELECT balance_nanos, balance_seen_at, price_picos_per_char, price_characters, blocked_since, blocked_reason,
+       warned FROM budget_account WHERE id = 1`,
   );
   const updateAccount = db.prepare(
-    `UPDATE budget_account SET balance_usd = ?, balance_seen_at = ?, price_per_char_usd = ?, price_characters = ?,
+    `UPDATE budget_account SET balance_nanos = ?, balance_seen_at = ?, price_picos_per_char = ?, price_characters = ?,
        blocked_since = ?, blocked_reason = ?, warned = ? WHERE id = 1`,
   );
   const insertLedger = db.prepare(
-    `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, cost_usd, estimated_cost_usd,
-       balance_after_usd, request_id, at, day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, cost_nanos, estimated_cost_nanos,
+       balance_after_nanos, request_id, at, day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  const updateWasted = db.prepare('UPDATE budget_ledger SET wasted = ? WHERE id = ? AND wasted IS NULL');
   const selectSpendByMember = db.prepare(
     `SELECT user_id, SUM(${SPEND}) AS usd, SUM(characters) AS characters, COUNT(*) AS generations
      FROM budget_ledger WHERE guild_id = ? AND day = ? GROUP BY user_id ORDER BY usd DESC, user_id`,
@@ -191,11 +258,11 @@ export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
     'SELECT at, characters FROM budget_ledger WHERE user_id = ? AND at > ? ORDER BY at, id',
   );
   const selectGuild = db.prepare(
-    'SELECT daily_cap_usd, alert_channel_id FROM budget_guild WHERE guild_id = ?',
+    'SELECT daily_cap_nanos, alert_channel_id FROM budget_guild WHERE guild_id = ?',
   );
   const upsertCap = db.prepare(
-    `INSERT INTO budget_guild (guild_id, daily_cap_usd) VALUES (?, ?)
-     ON CONFLICT (guild_id) DO UPDATE SET daily_cap_usd = excluded.daily_cap_usd`,
+    `INSERT INTO budget_guild (guild_id, daily_cap_nanos) VALUES (?, ?)
+     ON CONFLICT (guild_id) DO UPDATE SET daily_cap_nanos = excluded.daily_cap_nanos`,
   );
   const upsertAlertChannel = db.prepare(
     `INSERT INTO budget_guild (guild_id, alert_channel_id) VALUES (?, ?)
@@ -207,9 +274,9 @@ export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
 
   const writeAccount = (state: AccountState): void => {
     updateAccount.run(
-      state.balanceUsd,
+      toNanos(state.balanceUsd),
       state.balanceSeenAt,
-      state.pricePerCharUsd,
+      state.pricePerCharUsd === null ? null : Math.round(state.pricePerCharUsd * PICOS),
       state.priceCharacters,
       state.blockedSince,
       state.blockedReason,
@@ -222,9 +289,9 @@ export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
       const row = selectAccount.get() as AccountRow | undefined;
       if (!row) throw new Error('The budget_account row is missing; the budget tables are damaged.');
       return {
-        balanceUsd: row.balance_usd,
+        balanceUsd: fromNanos(row.balance_nanos),
         balanceSeenAt: row.balance_seen_at,
-        pricePerCharUsd: row.price_per_char_usd,
+        pricePerCharUsd: row.price_picos_per_char === null ? null : row.price_picos_per_char / PICOS,
         priceCharacters: row.price_characters,
         blockedSince: row.blocked_since,
         blockedReason: isBlockReason(row.blocked_reason) ? row.blocked_reason : null,
@@ -235,24 +302,28 @@ export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
     recordGeneration(entry, state) {
       db.exec('BEGIN IMMEDIATE');
       try {
-        insertLedger.run(
+        const { lastInsertRowid } = insertLedger.run(
           entry.kind,
           entry.guildId,
           entry.userId,
           entry.characters,
-          entry.costUsd,
-          entry.estimatedCostUsd,
-          entry.balanceAfterUsd,
+          toNanos(entry.costUsd),
+          toNanos(entry.estimatedCostUsd),
+          toNanos(entry.balanceAfterUsd),
           entry.requestId,
           entry.at,
           utcDay(entry.at),
         );
         writeAccount(state);
         db.exec('COMMIT');
+        return Number(lastInsertRowid);
       } catch (error) {
         db.exec('ROLLBACK');
         throw error;
       }
+    },
+    markWasted(ledgerId, reason) {
+      updateWasted.run(reason, ledgerId);
     },
     ledger(options = {}) {
       const rows = db
@@ -269,7 +340,7 @@ export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
       }[];
       const members = rows.map((row) => ({
         userId: row.user_id,
-        usd: row.usd,
+        usd: row.usd / NANOS,
         characters: row.characters,
         generations: row.generations,
       }));
@@ -287,16 +358,16 @@ export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
     },
     guildSettings(guildId) {
       const row = selectGuild.get(guildId) as
-        | { daily_cap_usd: number | null; alert_channel_id: string | null }
+        | { daily_cap_nanos: number | null; alert_channel_id: string | null }
         | undefined;
       return {
         guildId,
-        dailyCapUsd: row?.daily_cap_usd ?? null,
+        dailyCapUsd: fromNanos(row?.daily_cap_nanos ?? null),
         alertChannelId: row?.alert_channel_id ?? null,
       };
     },
     setDailyCap(guildId, usd) {
-      upsertCap.run(guildId, usd);
+      upsertCap.run(guildId, toNanos(usd));
     },
     setAlertChannel(guildId, channelId) {
       upsertAlertChannel.run(guildId, channelId);
@@ -311,7 +382,7 @@ export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
 }
 
 function isBlockReason(value: string | null): value is BlockReason {
-  return value === 'floor-reached' || value === 'service-refused';
+  return value === 'floor-reached' || value === 'service-refused' || value === 'balance-unknown';
 }
 
 function toLedgerEntry(row: LedgerRow): LedgerEntry {
@@ -321,11 +392,12 @@ function toLedgerEntry(row: LedgerRow): LedgerEntry {
     guildId: row.guild_id,
     userId: row.user_id,
     characters: row.characters,
-    costUsd: row.cost_usd,
-    estimatedCostUsd: row.estimated_cost_usd,
-    balanceAfterUsd: row.balance_after_usd,
+    costUsd: fromNanos(row.cost_nanos),
+    estimatedCostUsd: fromNanos(row.estimated_cost_nanos),
+    balanceAfterUsd: fromNanos(row.balance_after_nanos),
     requestId: row.request_id,
     at: row.at,
     day: row.day,
+    wasted: row.wasted,
   };
 }

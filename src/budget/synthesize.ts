@@ -10,6 +10,13 @@ export type GuildSynthesize = (
   guildId: string,
 ) => Promise<GenerateResult>;
 
+/** A guarded synthesis, and the way to tell the ledger that audio it paid for was never heard. */
+export interface BudgetedSynthesis {
+  readonly synthesize: GuildSynthesize;
+  /** Marks the ledger row of `result` (from {@link synthesize}) as wasted, with why; ignores other results. */
+  readonly unplayed: (result: GenerateResult, reason: string) => void;
+}
+
 /**
  * Wraps a generation with the guard: reserve before (refused requests reject with {@link BudgetRefusedError} and
  * never reach the service), settle when the headers arrive, release on failure. `generate` must send
@@ -18,26 +25,35 @@ export type GuildSynthesize = (
 export function budgetedSynthesize(
   guard: BudgetGuard,
   generate: (request: SpeechRequest, signal: AbortSignal) => Promise<GenerateResult>,
-): GuildSynthesize {
-  return async (request, signal, guildId) => {
-    const outcome = await guard.acquire(
-      { guildId, userId: request.requestedBy.id, characters: countCharacters(request.text) },
-      signal,
-    );
-    if (outcome.kind !== 'reserved') throw new BudgetRefusedError(outcome);
-    let result: GenerateResult;
-    try {
-      result = await generate(request, signal);
-    } catch (error) {
-      guard.release(outcome.reservation, error);
-      throw error;
-    }
-    guard.settle(outcome.reservation, {
-      costUsd: result.costUsd,
-      balanceUsd: result.balanceUsd,
-      requestId: result.requestId,
-    });
-    return result;
+): BudgetedSynthesis {
+  // Which ledger row each result was settled in; weak, so results that are played and dropped leave nothing.
+  const rows = new WeakMap<GenerateResult, number>();
+  return {
+    async synthesize(request, signal, guildId) {
+      const outcome = await guard.acquire(
+        { guildId, userId: request.requestedBy.id, characters: countCharacters(request.text) },
+        signal,
+      );
+      if (outcome.kind !== 'reserved') throw new BudgetRefusedError(outcome);
+      let result: GenerateResult;
+      try {
+        result = await generate(request, signal);
+      } catch (error) {
+        guard.release(outcome.reservation, error);
+        throw error;
+      }
+      const ledgerId = guard.settle(outcome.reservation, {
+        costUsd: result.costUsd,
+        balanceUsd: result.balanceUsd,
+        requestId: result.requestId,
+      });
+      if (ledgerId !== undefined) rows.set(result, ledgerId);
+      return result;
+    },
+    unplayed(result, reason) {
+      const ledgerId = rows.get(result);
+      if (ledgerId !== undefined) guard.markWasted(ledgerId, reason);
+    },
   };
 }
 

@@ -553,7 +553,9 @@ function databaseChecks(
       if ((versions.get('budget') ?? 0) >= 1) {
         account = db
           .prepare(
-            'SELECT balance_usd, balance_seen_at, blocked_since, blocked_reason FROM budget_account WHERE id = 1',
+            // Budget migration 2 keeps money as whole nano-dollars.
+            `SELECT ${(versions.get('budget') ?? 0) >= 2 ? 'balance_nanos / 1e9' : 'balance_usd'} AS balance_usd,
+               balance_seen_at, blocked_since, blocked_reason FROM budget_account WHERE id = 1`,
           )
           .get() as typeof account;
       }
@@ -627,7 +629,7 @@ function databaseChecks(
       status: 'fail',
       blocks: true,
       detail: `spending stopped (${account.blocked_reason ?? 'floor-reached'}); last balance ${balance === null ? 'unknown' : formatUsd(balance)}${seen}, floor ${formatUsd(floor)}`,
-      fix: 'Top up the TTS account, then an operator (BOT_OWNER_IDS) runs /budget recheck.',
+      fix: 'Top up the TTS account: Herald re-checks by itself every BUDGET_RECHECK_MINUTES, or an operator runs /budget recheck.',
     });
   } else if (balance !== null && balance <= floor) {
     checks.push({

@@ -11,7 +11,7 @@ export type UtteranceSource = 'speak' | 'autoread';
 export type UtteranceOutcome = 'spoken' | 'refused' | 'failed';
 
 /** Why spending stopped (the budget store's block reasons). */
-export type BudgetStopReason = 'floor-reached' | 'service-refused';
+export type BudgetStopReason = 'floor-reached' | 'service-refused' | 'balance-unknown';
 
 /** Events of the operations view. Implementations must not throw: they are called on hot paths. */
 export interface OpsEvents {

@@ -76,7 +76,9 @@ export async function checkReadiness(
           detail:
             status.reason === 'floor-reached'
               ? 'Spending stopped: the balance reached the floor.'
-              : 'Spending stopped: the TTS service refused a request for lack of credit.',
+              : status.reason === 'balance-unknown'
+                ? 'Spending stopped: the TTS service reports no balance, so the floor cannot be checked.'
+                : 'Spending stopped: the TTS service refused a request for lack of credit.',
           resume: RESUME_HINT,
         };
 

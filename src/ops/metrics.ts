@@ -11,7 +11,7 @@ export interface OpsMetrics {
 
 const SOURCES: readonly UtteranceSource[] = ['speak', 'autoread'];
 const OUTCOMES: readonly UtteranceOutcome[] = ['spoken', 'refused', 'failed'];
-const STOP_REASONS: readonly BudgetStopReason[] = ['floor-reached', 'service-refused'];
+const STOP_REASONS: readonly BudgetStopReason[] = ['floor-reached', 'service-refused', 'balance-unknown'];
 /** The TTS client's error codes; anything else is counted as `OTHER`, so the label stays bounded. */
 export const TTS_ERROR_CODES: readonly string[] = [
   'TTS_INVALID_REQUEST',

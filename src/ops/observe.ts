@@ -32,9 +32,11 @@ export function observeBudgetStore(store: BudgetStore, events: OpsEvents): Budge
       noteStop(state);
     },
     recordGeneration(entry, state) {
-      store.recordGeneration(entry, state);
-      events.charged(entry.characters, entry.costUsd ?? 0);
+      const id = store.recordGeneration(entry, state);
+      // Spend is the reported cost, or the reservation's estimate when the service sent none (as the ledger's).
+      events.charged(entry.characters, entry.costUsd ?? entry.estimatedCostUsd ?? 0);
       noteStop(state);
+      return id;
     },
   };
 }

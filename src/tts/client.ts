@@ -366,8 +366,16 @@ export function createTtsClient(options: TtsClientOptions): TtsClient {
   }
 
   function speakers(speakerOptions: { refresh?: boolean } = {}): Promise<readonly Speaker[]> {
-    if (speakerOptions.refresh !== true && cache !== undefined && now() - cache.fetchedAt < ttlMs)
+    if (speakerOptions.refresh !== true && cache !== undefined) {
+      // Stale while revalidate: an expired list still answers at once (voices rarely change, and an interaction
+      // has three seconds), while a refresh runs behind it.
+      if (now() - cache.fetchedAt >= ttlMs && inFlight === undefined) void refreshSpeakers().catch(() => {});
       return Promise.resolve(cache.speakers);
+    }
+    return refreshSpeakers();
+  }
+
+  function refreshSpeakers(): Promise<readonly Speaker[]> {
     if (inFlight !== undefined) return inFlight;
     const pending = listSpeakers().then(
       (list): readonly Speaker[] => {

@@ -47,7 +47,7 @@ export class TtsAuthenticationError extends TtsError {
   }
 }
 
-/** The account cannot pay for the request (402, or a 4xx that speaks of balance, quota or credit). */
+/** The account cannot pay for the request (402, or a 4xx other than 429 that clearly says the balance is insufficient). */
 export class TtsInsufficientBalanceError extends TtsError {
   /** The balance the service reported, when it did. */
   readonly balanceUsd: number | undefined;

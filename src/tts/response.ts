@@ -180,7 +180,13 @@ function oneLine(text: string): string {
     : `${points.slice(0, MAX_DETAIL_CHARACTERS).join('')}…`;
 }
 
-const BALANCE_WORDS = /\b(?:balance|quota|credits?|insufficient funds)\b/i;
+/**
+ * A 4xx other than 402 stops spending only when it clearly says the account cannot pay: "insufficient balance",
+ * "out of credit", "balance too low", `insufficient_funds`. A word like "quota" alone does not: a 429 "rate limit
+ * quota" is a rate limit, and stopping every server for good on it would be far worse than one refused request.
+ */
+const INSUFFICIENT_BALANCE =
+  /\binsufficient[\s_-]+(?:balance|funds|credits?)\b|\bout[\s_-]+of[\s_-]+(?:credits?|funds|balance)\b|\b(?:balance|credits?)[\s_-]+(?:is[\s_-]+)?(?:too[\s_-]+low|exhausted|insufficient|depleted)\b|\bnot[\s_-]+enough[\s_-]+(?:balance|credits?|funds)\b/i;
 
 /** Everything known about a non-2xx answer, for {@link errorFromResponse}. */
 export interface FailedResponse {
@@ -206,7 +212,8 @@ export function errorFromResponse(response: FailedResponse): TtsError {
   const context = { status, requestId };
   const where = `while ${response.operation} (HTTP ${status}${requestId === undefined ? '' : `, request ${requestId}`})`;
 
-  if (status === 402 || (status >= 400 && status < 500 && BALANCE_WORDS.test(detail.message ?? ''))) {
+  const saysInsufficient = INSUFFICIENT_BALANCE.test(`${detail.message ?? ''} ${response.bodyText}`);
+  if (status === 402 || (status >= 400 && status < 500 && status !== 429 && saysInsufficient)) {
     return new TtsInsufficientBalanceError(`The TTS account cannot pay for this ${where}${said}`, {
       ...context,
       balanceUsd: numberHeader(headers, 'x-balance-usd') ?? detail.balanceUsd,

@@ -6,7 +6,19 @@ import {
   type VoiceState,
 } from 'discord.js';
 import type { Logger } from '../log.ts';
-import { GuildSession, type SessionEnd, type Synthesize } from './session.ts';
+import type { GenerateResult } from '../tts/index.ts';
+import { createSynthesisPacing, type SynthesisPacing } from './pacing.ts';
+import {
+  type DropReason,
+  type EnqueueOutcome,
+  GuildSession,
+  type QueueLimits,
+  type SessionEnd,
+  type SpeechRequest,
+  type Synthesize,
+} from './session.ts';
+
+export type { EnqueueOutcome };
 
 /** Outcome of {@link VoiceManager.join}: expected results are values, mapped to replies by the caller. */
 export type JoinOutcome =
@@ -22,12 +34,26 @@ export interface VoiceManagerOptions {
   readonly logger: Logger;
   readonly idleTimeoutMs: number;
   readonly connectTimeoutMs?: number;
+  /** How much one server and one member may queue; default {@link DEFAULT_QUEUE_LIMITS}. */
+  readonly limits?: QueueLimits;
+  /** Told of audio that was paid for and will never be played, and why (the ledger records it as wasted). */
+  readonly onUnplayed?: (
+    result: GenerateResult,
+    request: SpeechRequest,
+    reason: DropReason,
+    guildId: string,
+  ) => void;
+  /** When to synthesise the next utterance; one estimate shared by every server by default. */
+  readonly pacing?: SynthesisPacing;
   /** Told when a session starts and when it ends (the operations view follows sessions through it). */
   readonly observer?: {
     started(session: GuildSession): void;
     ended(session: GuildSession, reason: SessionEnd): void;
   };
 }
+
+/** Queue bounds when none are configured: `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`. */
+export const DEFAULT_QUEUE_LIMITS: QueueLimits = { perServer: 50, perMember: 10 };
 
 const REQUIRED: readonly [bigint, 'View Channel' | 'Connect' | 'Speak'][] = [
   [PermissionFlagsBits.ViewChannel, 'View Channel'],
@@ -54,9 +80,25 @@ const END_MESSAGES: Readonly<Record<SessionEnd, ((channel: string) => string) | 
 export class VoiceManager {
   readonly #sessions = new Map<string, { session: GuildSession; announce: SendableChannels | undefined }>();
   readonly #options: VoiceManagerOptions;
+  readonly #pacing: SynthesisPacing;
 
   constructor(options: VoiceManagerOptions) {
     this.#options = options;
+    this.#pacing = options.pacing ?? createSynthesisPacing();
+  }
+
+  /**
+   * Characters queued and not yet paid for: the member's in every server, everyone's in this server, and
+   * everyone's everywhere (the budget guard counts them as committed).
+   */
+  queued(guildId: string, userId: string): { member: number; guild: number; all: number } {
+    let member = 0;
+    let all = 0;
+    for (const { session } of this.#sessions.values()) {
+      member += session.queuedCharacters(userId);
+      all += session.queuedCharacters();
+    }
+    return { member, guild: this.get(guildId)?.queuedCharacters() ?? 0, all };
   }
 
   /** The live session of a server, if Herald is in voice there. */
@@ -84,17 +126,29 @@ export class VoiceManager {
     if (channel.full && !permissions?.has(PermissionFlagsBits.MoveMembers)) return { kind: 'channel-full' };
 
     const guildId = channel.guild.id;
-    const session = new GuildSession({
+    const session: GuildSession = new GuildSession({
       guildId,
       channelId: channel.id,
       adapterCreator: channel.guild.voiceAdapterCreator,
       synthesize: this.#options.synthesize,
+      pacing: this.#pacing,
+      limits: this.#options.limits ?? DEFAULT_QUEUE_LIMITS,
       logger: this.#options.logger,
+      ...(this.#options.onUnplayed
+        ? {
+            onUnplayed: (result: GenerateResult, request: SpeechRequest, reason: DropReason) =>
+              this.#options.onUnplayed?.(result, request, reason, guildId),
+          }
+        : {}),
       idleTimeoutMs: this.#options.idleTimeoutMs,
       ...(this.#options.connectTimeoutMs === undefined
         ? {}
         : { connectTimeoutMs: this.#options.connectTimeoutMs }),
       onEnd: (reason) => this.#onEnd(channel.guild, session, reason),
+      othersPresent: (): boolean =>
+        channel.guild.voiceStates.cache.some(
+          (state) => state.channelId === session.channelId && state.id !== channel.client.user.id,
+        ),
     });
     this.#sessions.set(guildId, { session, announce });
     this.#options.observer?.started(session);

@@ -1,4 +1,3 @@
-import { PassThrough, type Readable } from 'node:stream';
 import {
   type AudioPlayer,
   type AudioPlayerError,
@@ -15,38 +14,30 @@ import {
   VoiceConnectionStatus,
 } from '@discordjs/voice';
 import { createSpeechResource } from '../audio/resource.ts';
+import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { GenerateResult, Speaker } from '../tts/index.ts';
+import type { GenerateResult } from '../tts/index.ts';
+import { awaitE2eeReady } from './e2ee-gate.ts';
+import type { SynthesisPacing } from './pacing.ts';
+import {
+  type DropReason,
+  type EnqueueOutcome,
+  type QueueLimits,
+  type SessionEnd,
+  SpeechQueue,
+  type SpeechRequest,
+  type Synthesize,
+  type Utterance,
+} from './queue.ts';
 
-/** One thing a member asked Herald to say. */
-export interface SpeechRequest {
-  readonly text: string;
-  readonly speaker: Speaker;
-  readonly requestedBy: { readonly id: string; readonly name: string };
-  /** Identifies the source (e.g. a message id) so it can be withdrawn with {@link GuildSession.withdraw}. */
-  readonly key?: string;
-  /** Told, once, when this utterance could not be spoken; never called for a skip or stop. */
-  readonly onFailure: (error: unknown) => void;
-}
-
-/** Asks the TTS service for speech for `guildId` (whose budget pays); rejects on failure; honours `signal`. */
-export type Synthesize = (
-  request: SpeechRequest,
-  signal: AbortSignal,
-  guildId: string,
-) => Promise<GenerateResult>;
-
-/** Why a session ended; each maps to what Herald tells the server. */
-export type SessionEnd =
-  | 'left'
-  | 'idle'
-  | 'alone'
-  | 'kicked'
-  | 'channel-deleted'
-  | 'removed'
-  | 'connection-failed'
-  | 'connection-lost'
-  | 'shutdown';
+export type {
+  DropReason,
+  EnqueueOutcome,
+  QueueLimits,
+  SessionEnd,
+  SpeechRequest,
+  Synthesize,
+} from './queue.ts';
 
 /** Options of {@link GuildSession}. */
 export interface GuildSessionOptions {
@@ -54,45 +45,36 @@ export interface GuildSessionOptions {
   readonly channelId: string;
   readonly adapterCreator: DiscordGatewayAdapterCreator;
   readonly synthesize: Synthesize;
+  readonly pacing: SynthesisPacing;
+  readonly limits: QueueLimits;
   readonly logger: Logger;
   /** Leave after this long with nothing queued. */
   readonly idleTimeoutMs: number;
   /** Called once when the session is over, after its clean-up. */
   readonly onEnd: (reason: SessionEnd) => void;
-  /** How many queued utterances are synthesised ahead of the one playing. Default 2. */
-  readonly lookAhead?: number;
+  /** Told of audio that was paid for and will never be played, and why. */
+  readonly onUnplayed?: (result: GenerateResult, request: SpeechRequest, reason: DropReason) => void;
   /** Give up when voice is not ready this long after joining or losing the connection. Default 15 s. */
   readonly connectTimeoutMs?: number;
   /** Rejoins allowed within two minutes before giving up. Default 4. */
   readonly maxRejoins?: number;
+  /** Whether anyone besides Herald sits in its voice channel: then no frame may leave without DAVE's E2EE. */
+  readonly othersPresent?: () => boolean;
 }
 
-interface Utterance {
-  readonly request: SpeechRequest;
-  readonly abort: AbortController;
-  audio: Promise<Prepared> | undefined;
-  /** What broke the audio stream, kept because the player's error carries only the message. */
-  streamError?: unknown;
-}
-
-interface Prepared {
-  readonly result: GenerateResult;
-  /** The response body, read ahead into memory so the next utterance is ready the moment this one is due. */
-  readonly body: Readable;
-}
-
-/** Opus speech runs at roughly 3 KiB/s: 8 MiB holds far more than any utterance, so read-ahead never stalls. */
-const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 /** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
  *  ends a dead stream with a clear error, is meant to fire first. */
 const MAX_MISSED_FRAMES = 250;
 const REJOIN_WINDOW_MS = 120_000;
 /** How long a 4014 close waits for the new channel's server update before calling it a kick. */
 const MOVE_GRACE_MS = 5_000;
+/** How long an utterance waits for DAVE's end-to-end encryption (a re-key included) before it is given up. */
+const E2EE_READY_TIMEOUT_MS = 6_000;
 
 /**
- * One server's voice: a connection, a player and a FIFO queue. Plays strictly in request order, synthesising a
- * few utterances ahead so they follow each other without a gap. The reconnect policy lives here, once.
+ * One server's voice: a connection, a player and a {@link SpeechQueue}. The queue decides what to pay for and
+ * when; the session turns the connection's state into "can play" and the player's into "started" and
+ * "finished". The reconnect policy lives here, once.
  */
 export class GuildSession {
   readonly guildId: string;
@@ -100,8 +82,7 @@ export class GuildSession {
   readonly player: AudioPlayer;
   readonly #options: GuildSessionOptions;
   readonly #logger: Logger;
-  #waiting: Utterance[] = [];
-  #current: Utterance | undefined;
+  readonly #queue: SpeechQueue;
   #idleTimer: NodeJS.Timeout | undefined;
   #connectTimer: NodeJS.Timeout | undefined;
   #rejoins: number[] = [];
@@ -115,6 +96,37 @@ export class GuildSession {
     this.#logger = options.logger.child({ guild: options.guildId });
     this.player = createAudioPlayer({
       behaviors: { noSubscriber: NoSubscriberBehavior.Pause, maxMissedFrames: MAX_MISSED_FRAMES },
+    });
+    this.#queue = new SpeechQueue({
+      guildId: options.guildId,
+      synthesize: options.synthesize,
+      pacing: options.pacing,
+      limits: options.limits,
+      logger: this.#logger,
+      play: (utterance, prepared) => {
+        const resource = createSpeechResource(prepared.body, {
+          format: prepared.result.format,
+          metadata: utterance,
+          logger: this.#logger,
+        });
+        this.player.play(resource);
+      },
+      // With DAVE negotiated and a member listening, the first frame must leave end-to-end encrypted.
+      beforePlay: async (utterance) => {
+        const e2ee = await awaitE2eeReady(this.connection, {
+          othersPresent: () => options.othersPresent?.() ?? false,
+          timeoutMs: E2EE_READY_TIMEOUT_MS,
+          signal: utterance.abort.signal,
+        });
+        if (e2ee.kind === 'timed-out') {
+          throw new UserFacingError(
+            'Discord’s end-to-end encryption for this voice call did not get ready in time, so I did not play it. Try again in a moment.',
+          );
+        }
+      },
+      stopPlayback: () => this.player.stop(true),
+      onEmpty: () => this.#armIdleTimer(),
+      ...(options.onUnplayed ? { onUnplayed: options.onUnplayed } : {}),
     });
     this.connection = joinVoiceChannel({
       guildId: options.guildId,
@@ -145,134 +157,58 @@ export class GuildSession {
 
   /** Utterances not yet finished, the one playing included. */
   get pending(): number {
-    return this.#waiting.length + (this.#current ? 1 : 0);
+    return this.#queue.pending;
   }
 
-  /** Queues an utterance; `ahead` is how many are before it (0: it is next or playing now). */
-  enqueue(request: SpeechRequest): { ahead: number } {
+  /** Characters queued and not yet paid for, of one member or of everyone. */
+  queuedCharacters(userId?: string): number {
+    return this.#queue.queuedCharacters(userId);
+  }
+
+  /** Queues an utterance; refused when the server's or the member's queue is full. */
+  enqueue(request: SpeechRequest): EnqueueOutcome {
     if (this.#ended) throw new Error('enqueue on an ended voice session');
-    const ahead = this.pending;
-    this.#waiting.push({ request, abort: new AbortController(), audio: undefined });
-    clearTimeout(this.#idleTimer);
-    this.#playNext();
-    this.#prefetch();
-    return { ahead };
+    const outcome = this.#queue.enqueue(request);
+    if (outcome.kind === 'queued') clearTimeout(this.#idleTimer);
+    return outcome;
   }
 
-  /** Skips the utterance playing now; false when nothing is. */
+  /** Skips the utterance due now; false when there is none. */
   skip(): boolean {
-    const current = this.#current;
-    if (!current) return false;
-    current.abort.abort();
-    // The player goes idle (or the pending synthesis rejects as aborted); either path moves to the next item.
-    this.player.stop(true);
-    return true;
+    return this.#queue.skip();
   }
 
-  /**
-   * Drops a queued utterance that has not started playing (e.g. its message was deleted); aborts its synthesis.
-   * Returns false when no waiting utterance has that key.
-   */
+  /** Drops a queued utterance that has not started playing (e.g. its message was deleted). */
   withdraw(key: string): boolean {
-    const index = this.#waiting.findIndex((utterance) => utterance.request.key === key);
-    const [utterance] = index === -1 ? [] : this.#waiting.splice(index, 1);
-    utterance?.abort.abort();
-    if (utterance) this.#prefetch();
-    return utterance !== undefined;
+    return this.#queue.withdraw(key);
   }
 
   /** Clears the queue and stops the current utterance; returns how many were dropped. */
   stop(): number {
-    const dropped = this.#waiting.length + (this.#current ? 1 : 0);
-    for (const utterance of this.#waiting.splice(0)) utterance.abort.abort();
-    this.skip();
-    return dropped;
+    return this.#queue.stop('stop');
   }
 
-  /** Ends the session: aborts every request in flight, leaves the channel, reports `reason` once. */
+  /** Ends the session: drops every utterance (paid ones are reported unplayed), leaves the channel, reports once. */
   end(reason: SessionEnd): void {
     if (this.#ended) return;
     this.#ended = reason;
     this.#logger.info('voice session ended', { reason, dropped: this.pending });
     clearTimeout(this.#idleTimer);
     clearTimeout(this.#connectTimer);
-    this.stop();
+    this.#queue.close(reason);
     this.player.removeAllListeners('stateChange');
+    this.player.stop(true);
     if (this.connection.state.status !== VoiceConnectionStatus.Destroyed) this.connection.destroy();
     this.#options.onEnd(reason);
   }
 
-  #playNext(): void {
-    if (this.#current || this.#ended) return;
-    const next = this.#waiting.shift();
-    if (!next) {
-      this.#armIdleTimer();
-      return;
-    }
-    this.#current = next;
-    void this.#start(next);
-  }
-
-  #prefetch(): void {
-    const lookAhead = this.#options.lookAhead ?? 2;
-    const due = [this.#current, ...this.#waiting.slice(0, lookAhead)];
-    for (const utterance of due) {
-      if (utterance && !utterance.audio) utterance.audio = this.#prepare(utterance);
-    }
-  }
-
-  #prepare(utterance: Utterance): Promise<Prepared> {
-    const prepared = this.#options
-      .synthesize(utterance.request, utterance.abort.signal, this.guildId)
-      .then((result) => {
-        const body = new PassThrough({ highWaterMark: READ_AHEAD_BYTES });
-        result.audio.on('error', (error) => {
-          utterance.streamError = error;
-          body.destroy(error);
-        });
-        result.audio.pipe(body);
-        return { result, body };
-      });
-    // Awaited later by #start; this keeps a failure of an utterance that is stopped first from going unhandled.
-    prepared.catch(() => {});
-    return prepared;
-  }
-
-  async #start(utterance: Utterance): Promise<void> {
-    try {
-      utterance.audio ??= this.#prepare(utterance);
-      const { result, body } = await utterance.audio;
-      if (this.#current !== utterance || utterance.abort.signal.aborted) {
-        body.destroy();
-        return;
-      }
-      const resource = createSpeechResource(body, {
-        format: result.format,
-        metadata: utterance,
-        logger: this.#logger,
-      });
-      this.player.play(resource);
-    } catch (error) {
-      if (!utterance.abort.signal.aborted) utterance.request.onFailure(error);
-      if (this.#current === utterance) {
-        this.#current = undefined;
-        this.#playNext();
-      }
-    } finally {
-      this.#prefetch();
-    }
-  }
-
   #onPlayerState(oldState: AudioPlayerState, newState: AudioPlayerState): void {
     if (newState.status === AudioPlayerStatus.Idle && oldState.status !== AudioPlayerStatus.Idle) {
-      const finished = oldState.resource.metadata as Utterance;
-      // Releases the HTTP stream if the player gave up on the resource early.
-      finished.abort.abort();
-      if (this.#current === finished) this.#current = undefined;
-      this.#playNext();
-      this.#prefetch();
+      this.#queue.finished(oldState.resource.metadata as Utterance);
     } else if (newState.status === AudioPlayerStatus.Playing) {
       clearTimeout(this.#idleTimer);
+      const resource = newState.resource;
+      this.#queue.started(resource.metadata as Utterance, () => resource.playbackDuration);
     }
   }
 
@@ -280,11 +216,16 @@ export class GuildSession {
     const utterance = error.resource.metadata as Utterance;
     const cause = utterance.streamError ?? error;
     this.#logger.warn('playback failed', { err: cause });
-    if (!utterance.abort.signal.aborted) utterance.request.onFailure(cause);
+    if (!utterance.dropped) utterance.request.onFailure(cause);
   }
 
   #onConnectionState(oldState: VoiceConnectionState, newState: VoiceConnectionState): void {
     this.#logger.debug('voice connection state', { from: oldState.status, to: newState.status });
+    // Discord accepted the join once the connection is connecting: it is ready within a synthesis' time, so the
+    // first utterance may be paid for then; before that (signalling), a join that never completes costs nothing.
+    this.#queue.setCanPlay(
+      newState.status === VoiceConnectionStatus.Ready || newState.status === VoiceConnectionStatus.Connecting,
+    );
     switch (newState.status) {
       case VoiceConnectionStatus.Ready:
         this.#everReady = true;

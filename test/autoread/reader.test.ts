@@ -81,7 +81,7 @@ function fakeSession(channelId: string | null = VOICE) {
     queue,
     enqueue(request: SpeechRequest) {
       queue.push(request);
-      return { ahead: queue.length - 1 };
+      return { kind: 'queued' as const, ahead: queue.length - 1 };
     },
     withdraw(key: string) {
       const index = queue.findIndex((request) => request.key === key);

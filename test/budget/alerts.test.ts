@@ -49,7 +49,7 @@ describe('budget alerts', () => {
     ],
     [
       { kind: 'blocked', reason: 'service-refused', balanceUsd: undefined, floorUsd: 0.5 } as const,
-      'refused a request for lack of credit. After a top-up',
+      'refused a request for lack of credit. Herald checks again by itself',
     ],
     [
       { kind: 'resumed', balanceUsd: 3, floorUsd: 0.5 } as const,

@@ -55,7 +55,7 @@ function setUp() {
     logger: silentLogger,
     budget: made.guard,
     budgetProbe: probe,
-    ownerIds: new Set([OWNER]),
+    isOperator: async (userId: string) => userId === OWNER,
     budgetAlertChannelId: undefined,
   } as unknown as Deps & BudgetDeps;
   const run = async (options: Parameters<typeof fakeInteraction>[0]) => {
@@ -153,8 +153,8 @@ describe('renderBudget and describeRecheck', () => {
         balanceSeenAt: undefined,
         floorUsd: 0.5,
         warnUsd: undefined,
-        pricePerCharUsd: undefined,
-        priceSource: 'unknown',
+        pricePerCharUsd: 0.0003,
+        priceSource: 'assumed',
         memberCharsPerMinute: 5000,
         inFlight: 2,
         reservedUsd: 0.02,
@@ -167,7 +167,7 @@ describe('renderBudget and describeRecheck', () => {
       `**Account** · stopped since <t:${NOON / 1000}:R>: the service refused for lack of credit`,
     );
     expect(text).toContain('Balance: unknown (no speech generated yet)');
-    expect(text).toContain('Price: unknown until the first generation');
+    expect(text).toContain('Price: $0.0003 per character (assumed until the first generation)');
     expect(text).toContain('In flight: 2 ($0.02 set aside)');
     expect(text).toContain('Daily cap: $3.00');
     expect(text).toContain('Alerts: <#999999999999999999> (set by the operator)');

@@ -12,6 +12,7 @@ describe('parseBudgetConfig', () => {
         pricePerCharUsd: undefined,
         memberCharsPerMinute: DEFAULT_MEMBER_CHARS_PER_MINUTE,
         ownerIds: [],
+        recheckIntervalMs: 300_000,
       },
     });
   });
@@ -24,6 +25,7 @@ describe('parseBudgetConfig', () => {
         BUDGET_ALERT_CHANNEL_ID: '123456789012345678',
         BUDGET_PRICE_PER_CHAR_USD: '0.0001',
         BUDGET_MEMBER_CHARS_PER_MINUTE: '1200',
+        BUDGET_RECHECK_MINUTES: '10',
         BOT_OWNER_IDS: '123456789012345678, 223456789012345678 323456789012345678',
       }),
     ).toEqual({
@@ -35,12 +37,15 @@ describe('parseBudgetConfig', () => {
         pricePerCharUsd: 0.0001,
         memberCharsPerMinute: 1200,
         ownerIds: ['123456789012345678', '223456789012345678', '323456789012345678'],
+        recheckIntervalMs: 600_000,
       },
     });
   });
 
   it.each([
     [{ BUDGET_FLOOR_USD: '-1' }, 'BUDGET_FLOOR_USD'],
+    [{ BUDGET_RECHECK_MINUTES: '0.01' }, 'BUDGET_RECHECK_MINUTES'],
+    [{ BUDGET_RECHECK_MINUTES: 'soon' }, 'BUDGET_RECHECK_MINUTES'],
     [{ BUDGET_FLOOR_USD: 'lots' }, 'BUDGET_FLOOR_USD'],
     [{ BUDGET_FLOOR_USD: '1', BUDGET_WARN_USD: '0.5' }, 'BUDGET_WARN_USD must be above'],
     [{ BUDGET_FLOOR_USD: '1', BUDGET_WARN_USD: '1' }, 'BUDGET_WARN_USD must be above'],

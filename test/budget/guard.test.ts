@@ -331,10 +331,10 @@ describe('price and balance learning', () => {
     reopened.store.close();
   });
 
-  it('reports an unknown price until one is configured or learned', () => {
+  it('assumes a high price until one is configured or learned, so estimates never count as free', () => {
     const { guard } = makeGuard();
-    expect(guard.status()).toMatchObject({ priceSource: 'unknown', pricePerCharUsd: undefined });
-    expect(guard.estimateUsd(100)).toBeUndefined();
+    expect(guard.status()).toMatchObject({ priceSource: 'assumed', pricePerCharUsd: 0.0003 });
+    expect(guard.estimateUsd(100)).toBeCloseTo(0.03, 12);
     expect(makeGuard({ pricePerCharUsd: 0.0001 }).guard.estimateUsd(300)).toBe(0.03);
   });
 
@@ -441,6 +441,7 @@ describe('the ledger', () => {
         balanceAfterUsd: 9.99,
         requestId: 'req-1',
         at: NOON,
+        wasted: null,
       },
       {
         kind: 'speech',
@@ -452,6 +453,7 @@ describe('the ledger', () => {
         balanceAfterUsd: 9.965,
         requestId: 'req-2',
         at: NOON + 1_000,
+        wasted: null,
       },
       {
         kind: 'speech',
@@ -463,6 +465,7 @@ describe('the ledger', () => {
         balanceAfterUsd: 9.961,
         requestId: 'req-3',
         at: NOON + 2_000,
+        wasted: null,
       },
     ]);
     const spend = guard.spendToday('g1');
@@ -473,6 +476,19 @@ describe('the ledger', () => {
     ]);
     const charged = service.charges.reduce((sum, c) => sum + c.costUsd, 0);
     expect(spend.usd + guard.spendToday('g2').usd).toBeCloseTo(charged, 12);
+  });
+
+  it('marks a settled row as wasted with the first reason given, and keeps it in the spend', () => {
+    const { guard, store } = makeGuard({ pricePerCharUsd: PRICE });
+    const service = fakeService(10, PRICE);
+    const outcome = guard.reserve(req(100));
+    if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
+    const ledgerId = guard.settle(outcome.reservation, service.charge(100));
+    expect(ledgerId).toBeTypeOf('number');
+    guard.markWasted(ledgerId ?? -1, 'stop');
+    guard.markWasted(ledgerId ?? -1, 'left');
+    expect(store.ledger()).toMatchObject([{ id: ledgerId, wasted: 'stop', costUsd: 0.01 }]);
+    expect(guard.spendToday('g1').usd).toBeCloseTo(0.01, 12);
   });
 
   it('falls back to the estimate when the service sends no cost', () => {
@@ -536,7 +552,7 @@ describe('describeRefusal', () => {
     ],
     [
       { kind: 'blocked', reason: 'service-refused', since: NOON, balanceUsd: undefined, floorUsd: 0.5 },
-      'Herald has stopped speaking: the speech service refused a request for lack of credit (balance unknown; the floor the operator set is $0.50). The operator can top up and run /budget recheck.',
+      'Herald has stopped speaking: the speech service refused a request for lack of credit (balance unknown; the floor the operator set is $0.50). Herald resumes by itself once the operator tops up (it checks again every few minutes).',
     ],
     [
       { kind: 'would-cross-floor', balanceUsd: 0.52, reservedUsd: 0.01, estimateUsd: 0.015, floorUsd: 0.5 },

@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  BUDGET_MIGRATIONS,
   type BudgetStore,
   createSqliteBudgetStore,
   type LedgerInput,
   utcDay,
 } from '../../src/budget/index.ts';
-import { createSqliteSettingsStore, openSqlite } from '../../src/storage/sqlite.ts';
+import { createSqliteSettingsStore, migrate, openSqlite } from '../../src/storage/sqlite.ts';
 import { cleanTempDirs, tempDbPath } from './helpers.ts';
 
 afterEach(cleanTempDirs);
@@ -137,5 +138,28 @@ describe('SQLite budget store', () => {
     expect(() => store.recordGeneration(row({}), unbindable)).toThrow();
     expect(store.ledger()).toEqual([]);
     expect(store.account().warned).toBe(false);
+  });
+});
+
+describe('money as whole nano-dollars (migration 2)', () => {
+  it('converts a version-1 database kept in floating-point dollars, and stores integers from then on', () => {
+    const db = openSqlite(':memory:');
+    migrate(db, 'budget', BUDGET_MIGRATIONS.slice(0, 1));
+    db.exec(`UPDATE budget_account SET balance_usd = 0.49999999999999994, price_per_char_usd = 0.0001 WHERE id = 1;
+      INSERT INTO budget_ledger (kind, guild_id, user_id, characters, cost_usd, estimated_cost_usd, balance_after_usd,
+        request_id, at, day) VALUES ('speech', 'g', 'u', 3, 0.0003, 0.0003, 0.5003, 'r', 1, '1970-01-01');
+      INSERT INTO budget_guild (guild_id, daily_cap_usd) VALUES ('g', 0.1);`);
+    const store = createSqliteBudgetStore(db);
+    expect(store.account()).toMatchObject({ balanceUsd: 0.5, pricePerCharUsd: 0.0001 });
+    expect(store.ledger()).toMatchObject([{ costUsd: 0.0003, balanceAfterUsd: 0.5003, wasted: null }]);
+    expect(store.guildSettings('g').dailyCapUsd).toBe(0.1);
+    const types = db
+      .prepare('SELECT typeof(cost_nanos) AS cost, typeof(balance_after_nanos) AS balance FROM budget_ledger')
+      .get();
+    expect(types).toEqual({ cost: 'integer', balance: 'integer' });
+    expect(db.prepare('SELECT balance_nanos FROM budget_account').get()).toEqual({
+      balance_nanos: 500_000_000,
+    });
+    store.close();
   });
 });

@@ -57,7 +57,7 @@ describe('budgetedSynthesize', () => {
     const synthesize = budgetedSynthesize(guard, async () => {
       calls += 1;
       return result({});
-    });
+    }).synthesize;
     const failure = await synthesize(speech('hello'), new AbortController().signal, 'g1').catch(
       (e: unknown) => e,
     );
@@ -74,7 +74,7 @@ describe('budgetedSynthesize', () => {
     const { guard, store } = makeGuard();
     const synthesize = budgetedSynthesize(guard, async (request) =>
       result({ costUsd: 0.0003, balanceUsd: 9.9997, requestId: `r-${request.text}` }),
-    );
+    ).synthesize;
     await synthesize(speech('a😀b', 'm7'), new AbortController().signal, 'g9');
     expect(store.ledger()).toMatchObject([
       {
@@ -95,7 +95,7 @@ describe('budgetedSynthesize', () => {
     const refused = new TtsInsufficientBalanceError('no', { status: 402, balanceUsd: 0.01 });
     const synthesize = budgetedSynthesize(guard, async () => {
       throw refused;
-    });
+    }).synthesize;
     await expect(synthesize(speech('hi'), new AbortController().signal, 'g1')).rejects.toBe(refused);
     expect(guard.status()).toMatchObject({ status: 'blocked', reason: 'service-refused', inFlight: 0 });
   });
@@ -154,7 +154,7 @@ describe('on the TTS emulator (loopback HTTP)', () => {
   it('fifty concurrent requests near the floor, on a fresh database: the balance ends at or above it', async () => {
     const { emulator, generate } = await setUp(0.535);
     const { guard } = makeGuard();
-    const synthesize = budgetedSynthesize(guard, generate);
+    const synthesize = budgetedSynthesize(guard, generate).synthesize;
     const outcomes = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
         synthesize(speech('x'.repeat(100), `m${i}`), new AbortController().signal, `g${i % 3}`).then(
@@ -173,7 +173,7 @@ describe('on the TTS emulator (loopback HTTP)', () => {
   it('a 402 blocks at once; nothing more reaches the service; recheck after a top-up resumes', async () => {
     const { emulator, tts, generate } = await setUp(10);
     const { guard } = makeGuard();
-    const synthesize = budgetedSynthesize(guard, generate);
+    const synthesize = budgetedSynthesize(guard, generate).synthesize;
     const signal = new AbortController().signal;
     await synthesize(speech('hello there'), signal, 'g1');
     emulator.balanceUsd = 0.001; // spent elsewhere: Herald's figure is stale

@@ -72,8 +72,12 @@ describe('the floor', () => {
 });
 
 describe('blocking and coming back', () => {
-  it('blocks at once on a 402, stays blocked across a restart, and resumes on the operator’s recheck only', async () => {
-    const w = await open({ tts: { balanceUsd: 10, ...PRICE }, env: { BUDGET_FLOOR_USD: '0.50' } });
+  it('blocks at once on a 402, stays blocked across a restart, and resumes on the operator’s recheck', async () => {
+    // Automatic re-checks off: this is the operator's own path (correctness.test.ts covers the automatic one).
+    const w = await open({
+      tts: { balanceUsd: 10, ...PRICE },
+      env: { BUDGET_FLOOR_USD: '0.50', BUDGET_RECHECK_MINUTES: '0' },
+    });
     await w.restart({ BOT_OWNER_IDS: w.admin.id });
     expect((await w.discord.slash(w.member, 'speak', { text: TEN })).content).toMatch(/Speaking now/);
     await w.discord.voice(w.guild).untilSilent({ quietMs: 300 });

@@ -12,6 +12,7 @@ import { Events, PermissionFlagsBits } from 'discord.js';
 import {
   type Channel,
   type DiscordEmulator,
+  type DiscordEmulatorOptions,
   type Guild,
   type Member,
   startDiscordEmulator,
@@ -25,6 +26,8 @@ import type { TtsTimeouts } from '../../src/tts/index.ts';
 /** Options of {@link createWorld}. */
 export interface WorldOptions {
   readonly tts?: TtsEmulatorOptions;
+  /** Options of the Discord emulator (e.g. `dave: false` to decline DAVE). */
+  readonly discord?: DiscordEmulatorOptions;
   /** Extra or overriding environment variables for Herald. */
   readonly env?: Record<string, string>;
   /** Voice join deadline (Herald's default is 15 s). */
@@ -46,6 +49,8 @@ export interface World {
   readonly member: Member;
   /** Every line Herald logged, across restarts. */
   readonly logs: string[];
+  /** Herald's database file. */
+  readonly databasePath: string;
   readonly herald: () => Herald;
   /** The environment Herald was started with (secrets included, for leak checks). */
   readonly env: Record<string, string>;
@@ -74,7 +79,7 @@ export function heraldEnv(
 /** Builds the world and starts Herald in it. */
 export async function createWorld(options: WorldOptions = {}): Promise<World> {
   const [discord, tts] = await Promise.all([
-    startDiscordEmulator(),
+    startDiscordEmulator(options.discord),
     startTtsEmulator({ speed: 8, ...options.tts }),
   ]);
   const guild = discord.createGuild({ name: 'Herald Test Server' });
@@ -86,9 +91,10 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
   guild.joinVoice(member, lounge);
 
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-e2e-'));
+  const databasePath = join(dataDir, 'herald.sqlite');
   const logs: string[] = [];
   const env: Record<string, string> = {
-    ...heraldEnv(discord, tts, join(dataDir, 'herald.sqlite')),
+    ...heraldEnv(discord, tts, databasePath),
     ...options.env,
   };
 
@@ -124,6 +130,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
     admin,
     member,
     logs,
+    databasePath,
     env,
     herald: () => herald,
     async restart(overrides) {

@@ -108,7 +108,7 @@ const ledgerTotals = (): { characters: number; usd: number; rows: number } => {
   try {
     return db
       .prepare(
-        'SELECT COALESCE(SUM(characters), 0) AS characters, COALESCE(SUM(cost_usd), 0) AS usd, COUNT(*) AS rows FROM budget_ledger',
+        'SELECT COALESCE(SUM(characters), 0) AS characters, COALESCE(SUM(cost_nanos), 0) / 1e9 AS usd, COUNT(*) AS rows FROM budget_ledger',
       )
       .get() as { characters: number; usd: number; rows: number };
   } finally {

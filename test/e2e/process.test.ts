@@ -1,11 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DiscordEmulator, startDiscordEmulator } from '../../emulators/discord/index.ts';
+import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
+import { createSqliteBudgetStore, type LedgerEntry } from '../../src/budget/index.ts';
+import { openSqlite } from '../../src/storage/sqlite.ts';
 import { heraldEnv } from './harness.ts';
 
 // Herald as an operator runs it: `npm start` and `npm run deploy-commands` as real processes.
@@ -20,7 +24,7 @@ function run(
   args: string[],
   env: Record<string, string>,
   until?: RegExp,
-): { child: ChildProcess; done: Promise<Run>; seen: Promise<void> } {
+): { child: ChildProcess; done: Promise<Run>; seen: Promise<string> } {
   // A clean environment: nothing from this machine's shell or a developer's .env leaks in.
   const child = spawn(process.execPath, [script, ...args], {
     cwd: mkdtempSync(join(tmpdir(), 'herald-proc-')),
@@ -28,13 +32,13 @@ function run(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  let resolveSeen: () => void = () => {};
-  const seen = new Promise<void>((resolve) => {
+  let resolveSeen: (output: string) => void = () => {};
+  const seen = new Promise<string>((resolve) => {
     resolveSeen = resolve;
   });
   const collect = (chunk: Buffer) => {
     output += chunk.toString();
-    if (until?.test(output)) resolveSeen();
+    if (until?.test(output)) resolveSeen(output);
   };
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
@@ -80,6 +84,44 @@ describe('npm start', () => {
     expect(output).not.toContain(secretKey);
   });
 
+  it('starts the sandbox when nothing is configured: one line with its address on 127.0.0.1, then the page', async () => {
+    const sandbox = run(INDEX, [], { SANDBOX_PORT: '0' }, /Herald sandbox: open \S+/);
+    const line =
+      /Herald sandbox: open (http:\/\/127\.0\.0\.1:\d+\/) \(a local Discord, a local TTS service/.exec(
+        await sandbox.seen,
+      );
+    expect(line).not.toBeNull();
+    const page = await fetch(line?.[1] ?? '');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<title>Herald sandbox</title>');
+    sandbox.child.kill('SIGTERM');
+    const { code, output } = await sandbox.done;
+    expect(code).toBe(0);
+    expect(output.trim().split('\n')).toHaveLength(1); // the one line, nothing else
+  });
+
+  it('says which variable to change when the sandbox’s port is taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const { code, output } = await run(INDEX, [], { SANDBOX_PORT: String(port) }).done;
+      expect(code).toBe(1);
+      expect(output).toContain(
+        `Herald sandbox cannot start: port ${port} is in use; choose another with SANDBOX_PORT`,
+      );
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('never falls back to the sandbox when some configuration is there', async () => {
+    const { code, output } = await run(INDEX, [], { DISCORD_REST_URL: 'http://127.0.0.1:1/api' }).done;
+    expect(code).toBe(1);
+    expect(output).toMatch(/^Herald cannot start; fix the configuration:/);
+    expect(output).not.toContain('sandbox');
+  });
+
   it('logs in, answers, shuts down cleanly on SIGTERM, and never prints the token or the key', async () => {
     const guild = discord.createGuild({ name: 'Process Test' });
     guild.addTextChannel('general');
@@ -95,6 +137,85 @@ describe('npm start', () => {
     expect(output).toMatch(/"msg":"shutting down"/);
     expect(output).not.toContain(discord.token);
     expect(output).not.toContain(tts.apiKey);
+  });
+
+  it('SIGTERM while the next utterance downloads: a clean exit, and the unheard one is in the ledger', async () => {
+    tts.configure({ speed: 1 }); // real-time streaming: the next utterance is still downloading
+    const databasePath = join(dataDir, 'sigterm.sqlite');
+    try {
+      const guild = discord.createGuild({ name: 'Sigterm Test' });
+      guild.addTextChannel('general');
+      const voice = guild.addVoiceChannel('Voice');
+      const member = guild.addMember({ name: 'Hal' });
+      guild.joinVoice(member, voice);
+      // The voice gateway's TLS certificate is the emulator's own: the child process is told to trust it.
+      const caPath = join(dataDir, 'emulator-ca.pem');
+      writeFileSync(caPath, (await trustedTestCertificate()).cert);
+      const env = { ...heraldEnv(discord, tts, databasePath), NODE_EXTRA_CA_CERTS: caPath };
+      const bot = run(INDEX, [], env, /"msg":"logged in"/);
+      await bot.seen;
+      await discord.untilReady();
+      await discord.slash(member, 'speak', { text: 'The first thing said, long enough to hear.' });
+      await discord.slash(member, 'speak', { text: 'And then the second thing, said right after.' });
+      await vi.waitFor(() => expect(speechRows(databasePath)).toHaveLength(2), { timeout: 10_000 });
+      bot.child.kill('SIGTERM');
+      const { code, output } = await bot.done;
+      expect(output).not.toMatch(/Unhandled 'error' event|uncaught/i);
+      expect(code).toBe(0);
+      expect(speechRows(databasePath).map((row) => row.wasted)).toEqual([null, 'shutdown']);
+    } finally {
+      tts.configure({ speed: 8 });
+    }
+  });
+});
+
+function speechRows(databasePath: string): LedgerEntry[] {
+  const store = createSqliteBudgetStore(openSqlite(databasePath));
+  try {
+    return store.ledger().filter((row) => row.kind === 'speech');
+  } finally {
+    store.close();
+  }
+}
+describe('npm start under DAVE', () => {
+  it('stays up through a DAVE proposal for a user never announced, and the next utterance is heard', async () => {
+    // The child trusts the voice server's certificate the way an operator's machine would trust a CA.
+    const caPath = join(dataDir, 'voice-ca.pem');
+    writeFileSync(caPath, (await trustedTestCertificate()).cert);
+    const guild = discord.createGuild({ name: 'DAVE Process Test' });
+    guild.addTextChannel('general');
+    const lounge = guild.addVoiceChannel('Lounge');
+    const member = guild.addMember({ name: 'Hal' });
+    guild.joinVoice(member, lounge);
+    const bot = run(INDEX, [], { ...goodEnv(), NODE_EXTRA_CA_CERTS: caPath }, /"msg":"logged in"/);
+    await bot.seen;
+    await discord.untilReady();
+    const capture = discord.voice(guild);
+    await discord.slash(member, 'speak', { text: 'Before the fault.' });
+    expect(
+      (await capture.untilSilent({ quietMs: 300 })).hearing.listeners[member.id]?.decrypted,
+    ).toBeGreaterThan(0);
+
+    // Unpatched, @discordjs/voice throws UnexpectedUser from its WebSocket handler and the process exits.
+    discord.faults.dave.proposeUnknownUser(guild);
+    const recovered = new Promise<void>((resolve, reject) => {
+      const check = setInterval(() => {
+        if (bot.child.exitCode !== null) reject(new Error(`Herald exited with code ${bot.child.exitCode}`));
+        else if (discord.daveGroup(guild)?.stats.invalidations && discord.daveGroup(guild)?.settled())
+          resolve();
+        else return;
+        clearInterval(check);
+      }, 20);
+    });
+    await recovered;
+    capture.clear();
+    await discord.slash(member, 'speak', { text: 'After the fault.' });
+    const { hearing } = await capture.untilSilent({ quietMs: 300 });
+    expect(hearing.e2ee).toBe(hearing.sent);
+    expect(hearing.listeners[member.id]).toEqual({ decrypted: hearing.sent, failed: {} });
+    expect(bot.child.exitCode).toBeNull();
+    bot.child.kill('SIGTERM');
+    expect((await bot.done).code).toBe(0);
   });
 });
 
@@ -119,5 +240,21 @@ describe('npm run deploy-commands', () => {
     const refused = await run(DEPLOY, ['--guild', 'nope'], goodEnv()).done;
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/--guild needs a numeric server id/);
+  });
+
+  it('takes --guild=<id> as a server, and refuses an unknown flag instead of registering globally', async () => {
+    const guild = discord.createGuild({ name: 'Equals Test' });
+    const globalBefore = discord.rest.filter((call) =>
+      /\/applications\/\d+\/commands$/.test(call.path),
+    ).length;
+    const equals = await run(DEPLOY, [`--guild=${guild.id}`], goodEnv()).done;
+    expect(equals.output).toMatch(/in server/);
+    expect(discord.commands.guild.get(guild.id)?.length).toBe(9);
+    const typo = await run(DEPLOY, ['--guid', guild.id], goodEnv()).done;
+    expect(typo.code).toBe(1);
+    expect(typo.output).toMatch(/Unknown option '--guid'/);
+    expect(discord.rest.filter((call) => /\/applications\/\d+\/commands$/.test(call.path)).length).toBe(
+      globalBefore,
+    );
   });
 });

@@ -40,6 +40,7 @@ const entry = (at: number, characters: number, costUsd: number | null): LedgerEn
   balanceAfterUsd: null,
   requestId: null,
   at,
+  wasted: null,
   day: new Date(at).toISOString().slice(0, 10),
 });
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import { Agent, buildConnector } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseWav } from '../../emulators/support/audio.ts';
 import { readOggOpus } from '../../emulators/support/ogg.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
@@ -114,10 +114,25 @@ describe('speakers', () => {
     await tts.speakers();
     expect(emu.requests).toHaveLength(1);
     now += 1;
-    await tts.speakers();
+    // Expired: answered from the old list while one refresh runs behind it.
+    expect(await tts.speakers()).toBe(lists[0]);
+    await vi.waitFor(async () => expect(await tts.speakers()).not.toBe(lists[0]));
     expect(emu.requests).toHaveLength(2);
     await tts.speakers({ refresh: true });
     expect(emu.requests).toHaveLength(3);
+  });
+
+  it('answers from an expired list at once while a refresh runs behind it', async () => {
+    let now = 1_000;
+    const tts = client({ now: () => now, speakersTtlMs: 60_000 });
+    const first = await tts.speakers();
+    now += 60_000;
+    // The service now takes a while to list: the expired list answers (the same object, not a new listing).
+    emu.inject({ kind: 'delay-headers', ms: 1_500 }, { route: 'speakers' });
+    expect(await tts.speakers()).toBe(first);
+    await vi.waitFor(() => expect(emu.requests).toHaveLength(2));
+    // Once the refresh lands, the new listing answers.
+    await vi.waitFor(async () => expect(await tts.speakers()).not.toBe(first), { timeout: 5_000 });
   });
 
   it('serves the previous list when a refresh fails, and fails when there is none', async () => {

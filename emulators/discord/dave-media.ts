@@ -1,0 +1,201 @@
+/**
+ * DAVE for every voice channel's call: one gateway-side group per channel with someone in it, and one davey
+ * listener per member sitting there, as on Discord where members hold their group before the bot arrives. The
+ * bot's voice session joins the group of its channel. Members joining, moving and leaving change the group
+ * mid-stream.
+ */
+import Davey from '@snazzah/davey';
+import { createDaveGroup, type DaveClient, type DaveGroup } from './dave-group.ts';
+import { createDaveListener, type DaveListener, type DecryptResult } from './dave-listener.ts';
+
+/** What the members in the channel made of one frame the bot sent. */
+export interface FrameHearing {
+  /** The payload carries DAVE's end-to-end encryption (it ends with the magic marker `FA FA`). */
+  readonly e2ee: boolean;
+  /** DAVE was negotiated for the bot's voice session when the frame arrived. */
+  readonly dave: boolean;
+  /** Per member present: the Opus they decrypted, or why they could not. */
+  readonly listeners: ReadonlyMap<string, DecryptResult>;
+}
+
+/** DAVE faults, injected into one guild's media session. */
+export interface DaveFaultTarget {
+  proposeUnknownUser(): void;
+  malformedCommit(): void;
+  malformedWelcome(): void;
+  invalidTransition(): void;
+  rejectNextKeyPackage(): void;
+}
+
+/** The emulator's DAVE media layer. */
+export interface DaveMedia {
+  /** The bot's voice session in `guildId` is Ready with DAVE in `channelId`; `bot` sends to its websocket. */
+  start(guildId: string, channelId: string, bot: DaveClient): void;
+  /** The bot's voice session in `guildId` ended (socket replaced, left, moved): it leaves its group. */
+  stop(guildId: string): void;
+  /** Who (besides the bot) sits in voice channel `channelId` now. */
+  setOccupants(channelId: string, userIds: readonly string[]): void;
+  /** The voice channel the bot sits in, in `guildId` (null: none). */
+  setBotChannel(guildId: string, channelId: string | null): void;
+  onBinary(guildId: string, op: number, payload: Buffer): void;
+  onJson(guildId: string, op: number, d: Record<string, unknown>): void;
+  /** Hands a frame (transport-decrypted) to the members present; without DAVE they hear it as it is. */
+  hear(guildId: string, payload: Buffer): FrameHearing;
+  /** The group the bot's voice session in `guildId` belongs to, if DAVE runs there. */
+  group(guildId: string): DaveGroup | undefined;
+  /** The listener of `userId` in that group, if any. */
+  listener(guildId: string, userId: string): DaveListener | undefined;
+  /** Injects DAVE faults into the guild's session (a rejected key package waits for the next session). */
+  faults(guildId: string): DaveFaultTarget;
+  close(): void;
+}
+
+/** One voice channel's call: its members are in the MLS group whether or not the bot is there, as on Discord. */
+interface Call {
+  readonly channelId: string;
+  readonly group: DaveGroup;
+  readonly listeners: Map<string, DaveListener>;
+}
+
+const MAGIC_MARKER = 0xfafa;
+const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
+
+/** Creates the DAVE layer for the bot `botUserId`; with `enabled` false, only occupancy is tracked. */
+export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia {
+  const calls = new Map<string, Call>();
+  const occupants = new Map<string, Set<string>>();
+  const botChannel = new Map<string, string>();
+  /** Guild → the channel whose group holds the bot's DAVE client. */
+  const botCall = new Map<string, string>();
+  const rejectOnStart = new Set<string>();
+
+  const callOf = (channelId: string): Call => {
+    let call = calls.get(channelId);
+    if (!call) {
+      call = { channelId, group: createDaveGroup(channelId), listeners: new Map() };
+      calls.set(channelId, call);
+    }
+    return call;
+  };
+
+  /** Forgets a call nobody is in any more. */
+  const prune = (channelId: string): void => {
+    const call = calls.get(channelId);
+    if (!call || call.listeners.size > 0 || [...botCall.values()].includes(channelId)) return;
+    call.group.close();
+    calls.delete(channelId);
+  };
+
+  const sync = (channelId: string): void => {
+    if (!enabled) return;
+    const wanted = occupants.get(channelId) ?? new Set<string>();
+    const existing = calls.get(channelId);
+    if (!existing && wanted.size === 0) return;
+    const call = callOf(channelId);
+    for (const userId of [...call.listeners.keys()]) {
+      if (wanted.has(userId)) continue;
+      call.listeners.get(userId)?.close();
+      call.listeners.delete(userId);
+      call.group.leave(userId);
+    }
+    for (const userId of wanted) {
+      if (call.listeners.has(userId)) continue;
+      const listener = createDaveListener(userId, channelId, botUserId, {
+        onBinary: (from, op, payload) => call.group.onBinary(from, op, payload),
+        onJson: (from, op, d) => call.group.onJson(from, op, d),
+      });
+      call.listeners.set(userId, listener);
+      call.group.join(listener.client);
+    }
+    prune(channelId);
+  };
+
+  const stop = (guildId: string): void => {
+    const channelId = botCall.get(guildId);
+    if (channelId === undefined) return;
+    botCall.delete(guildId);
+    calls.get(channelId)?.group.leave(botUserId);
+    prune(channelId);
+  };
+
+  const current = (guildId: string): Call | undefined => {
+    const channelId = botCall.get(guildId);
+    return channelId === undefined ? undefined : calls.get(channelId);
+  };
+
+  const target = (guildId: string): DaveGroup => {
+    const group = current(guildId)?.group;
+    if (!group) throw new Error('discord emulator: no DAVE session in this guild');
+    return group;
+  };
+
+  return {
+    start: (guildId, channelId, bot) => {
+      stop(guildId);
+      const call = callOf(channelId);
+      botCall.set(guildId, channelId);
+      if (rejectOnStart.delete(guildId)) call.group.faults.rejectNextKeyPackage(botUserId);
+      call.group.join(bot);
+    },
+    stop,
+    setOccupants: (channelId, userIds) => {
+      occupants.set(channelId, new Set(userIds.filter((id) => id !== botUserId)));
+      sync(channelId);
+    },
+    setBotChannel: (guildId, channelId) => {
+      if (channelId) botChannel.set(guildId, channelId);
+      else botChannel.delete(guildId);
+    },
+    onBinary: (guildId, op, payload) => current(guildId)?.group.onBinary(botUserId, op, payload),
+    onJson: (guildId, op, d) => current(guildId)?.group.onJson(botUserId, op, d),
+    hear: (guildId, payload) => {
+      const call = current(guildId);
+      const e2ee = payload.length >= 2 && payload.readUInt16BE(payload.length - 2) === MAGIC_MARKER;
+      const listeners = new Map<string, DecryptResult>();
+      if (!call) {
+        // No DAVE on this session: every member's client plays the frame as it arrives.
+        const channelId = botChannel.get(guildId);
+        for (const userId of (channelId && occupants.get(channelId)) || []) {
+          listeners.set(userId, { ok: true, opus: payload });
+        }
+        return { e2ee, dave: false, listeners };
+      }
+      for (const [userId, listener] of call.listeners) {
+        // Discord clients pass the silence frame through, as the library does.
+        listeners.set(
+          userId,
+          payload.equals(SILENCE) ? { ok: true, opus: payload } : listener.decrypt(payload),
+        );
+      }
+      return { e2ee, dave: true, listeners };
+    },
+    group: (guildId) => current(guildId)?.group,
+    listener: (guildId, userId) => current(guildId)?.listeners.get(userId),
+    faults: (guildId) => ({
+      proposeUnknownUser: () => {
+        const call = current(guildId);
+        if (!call) throw new Error('discord emulator: no DAVE session in this guild');
+        // A key package of a user nobody announced (no op 11), made by a throwaway davey session.
+        const stranger = new Davey.DAVESession(1, '1000000000000000001', call.channelId);
+        call.group.faults.proposeUnknownUser(botUserId, stranger.getSerializedKeyPackage());
+        stranger.reset();
+      },
+      malformedCommit: () => target(guildId).faults.malformedCommit(botUserId),
+      malformedWelcome: () => target(guildId).faults.malformedWelcome(botUserId),
+      invalidTransition: () => target(guildId).faults.invalidTransition(botUserId),
+      rejectNextKeyPackage: () => {
+        const group = current(guildId)?.group;
+        if (group) group.faults.rejectNextKeyPackage(botUserId);
+        else rejectOnStart.add(guildId);
+      },
+    }),
+    close: () => {
+      for (const call of calls.values()) {
+        for (const listener of call.listeners.values()) listener.close();
+        call.group.close();
+      }
+      calls.clear();
+      botCall.clear();
+    },
+  };
+}

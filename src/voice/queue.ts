@@ -1,0 +1,368 @@
+import { PassThrough } from 'node:stream';
+import type { Logger } from '../log.ts';
+import { countCharacters, type GenerateResult, type Speaker, TtsAbortedError } from '../tts/index.ts';
+import type { SynthesisPacing } from './pacing.ts';
+
+/** One thing a member asked Herald to say. */
+export interface SpeechRequest {
+  readonly text: string;
+  readonly speaker: Speaker;
+  readonly requestedBy: { readonly id: string; readonly name: string };
+  /** Identifies the source (e.g. a message id) so it can be withdrawn with {@link SpeechQueue.withdraw}. */
+  readonly key?: string;
+  /** Told, once, when this utterance could not be spoken; never called for a skip, stop or withdrawal. */
+  readonly onFailure: (error: unknown) => void;
+}
+
+/** Asks the TTS service for speech for `guildId` (whose budget pays); rejects on failure; honours `signal`. */
+export type Synthesize = (
+  request: SpeechRequest,
+  signal: AbortSignal,
+  guildId: string,
+) => Promise<GenerateResult>;
+
+/** Why a session ended; each maps to what Herald tells the server. */
+export type SessionEnd =
+  | 'left'
+  | 'idle'
+  | 'alone'
+  | 'kicked'
+  | 'channel-deleted'
+  | 'removed'
+  | 'connection-failed'
+  | 'connection-lost'
+  | 'shutdown';
+
+/** Why an utterance was dropped before it was heard: a member's `/skip` or `/stop`, a deleted message, or the end. */
+export type DropReason = 'skip' | 'stop' | 'withdrawn' | 'failed' | SessionEnd;
+
+/** How much one server, and one member in it, may have queued. */
+export interface QueueLimits {
+  /** Utterances queued in the server, the one playing included. */
+  readonly perServer: number;
+  /** Utterances one member has queued in the server, the one playing included. */
+  readonly perMember: number;
+}
+
+/** Outcome of {@link SpeechQueue.enqueue}: queued (`ahead` before it; 0 when it is next), or refused when full. */
+export type EnqueueOutcome =
+  | { readonly kind: 'queued'; readonly ahead: number }
+  | { readonly kind: 'queue-full'; readonly scope: 'server' | 'member'; readonly limit: number };
+
+/** Paid audio, read ahead into memory so it is ready the moment it is due. */
+export interface Prepared {
+  readonly result: GenerateResult;
+  readonly body: PassThrough;
+}
+
+/** An utterance in the queue; the player carries it as its resource's metadata. */
+export interface Utterance {
+  readonly request: SpeechRequest;
+  /** Code points of the text, as the service bills them. */
+  readonly characters: number;
+  readonly abort: AbortController;
+  /** Set when it was dropped; what it was dropped for. */
+  dropped: DropReason | undefined;
+  /** The synthesis, once started (the money is reserved then, and paid when its headers arrive). */
+  synthesis: Promise<Prepared> | undefined;
+  prepared: Prepared | undefined;
+  /** True once it is due (first in line with a connection that can play): it plays as soon as it is ready. */
+  due: boolean;
+  /** True once handed to the player. */
+  playing: boolean;
+  /** How much of it the player has played, in ms, once it started; a cut after the first frame counts as heard. */
+  position: (() => number) | undefined;
+  /** What broke the audio stream, kept because the player's error carries only the message. */
+  streamError: unknown;
+}
+
+/** Options of {@link SpeechQueue}. */
+export interface SpeechQueueOptions {
+  readonly guildId: string;
+  readonly synthesize: Synthesize;
+  readonly pacing: SynthesisPacing;
+  readonly limits: QueueLimits;
+  readonly logger: Logger;
+  /**
+   * Awaited before an utterance is handed to the player (e.g. until DAVE's end-to-end encryption is ready);
+   * rejecting fails the utterance (its member is told) and the queue moves on.
+   */
+  readonly beforePlay?: (utterance: Utterance) => Promise<void>;
+  /** Hands prepared audio to the player; the session reports back with `started` and `finished`. */
+  readonly play: (utterance: Utterance, prepared: Prepared) => void;
+  /** Cuts what the player is playing now (its `finished` follows). */
+  readonly stopPlayback: () => void;
+  /** Told of audio that was paid for and will never be played, and why. */
+  readonly onUnplayed?: (result: GenerateResult, request: SpeechRequest, reason: DropReason) => void;
+  /** Told when the queue has become empty (nothing playing, nothing waiting). */
+  readonly onEmpty?: () => void;
+  /** Clock in ms; `performance.now` by default. */
+  readonly now?: () => number;
+}
+
+/** Opus speech runs at roughly 3 KiB/s: 8 MiB holds far more than any utterance, so read-ahead never stalls. */
+const READ_AHEAD_BYTES = 8 * 1024 * 1024;
+
+/**
+ * One server's FIFO of utterances. Plays strictly in request order and pays as late as gapless playback allows:
+ * nothing is synthesised until the voice connection can play, the utterance due next is synthesised only when the
+ * one playing is within the measured TTS lead of its end (never two ahead), and audio paid for but dropped is
+ * reported as unplayed. Dropping anything at any moment is a normal event: every stream it creates has its error
+ * handled where it is created.
+ */
+export class SpeechQueue {
+  readonly #options: SpeechQueueOptions;
+  readonly #now: () => number;
+  #waiting: Utterance[] = [];
+  #current: Utterance | undefined;
+  #canPlay = false;
+  #closed = false;
+  #position: (() => number) | undefined;
+  #prefetchTimer: NodeJS.Timeout | undefined;
+  readonly #reported = new WeakSet<Utterance>();
+
+  constructor(options: SpeechQueueOptions) {
+    this.#options = options;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  /** Utterances not yet finished, the one playing included. */
+  get pending(): number {
+    return this.#waiting.length + (this.#current ? 1 : 0);
+  }
+
+  /** Characters queued and not yet reserved (no synthesis started), of one member or of everyone. */
+  queuedCharacters(userId?: string): number {
+    let sum = 0;
+    for (const utterance of this.#all()) {
+      if (utterance.synthesis) continue;
+      if (userId === undefined || utterance.request.requestedBy.id === userId) sum += utterance.characters;
+    }
+    return sum;
+  }
+
+  /** Whether the voice connection can play now, or will within the time a synthesis takes. */
+  setCanPlay(canPlay: boolean): void {
+    this.#canPlay = canPlay;
+    if (canPlay) this.#pump();
+    else clearTimeout(this.#prefetchTimer);
+  }
+
+  /** Queues an utterance, unless the server's or the member's queue is full. */
+  enqueue(request: SpeechRequest): EnqueueOutcome {
+    if (this.#closed) throw new Error('enqueue on a closed speech queue');
+    const { perServer, perMember } = this.#options.limits;
+    if (this.pending >= perServer) return { kind: 'queue-full', scope: 'server', limit: perServer };
+    const mine = this.#all().filter((u) => u.request.requestedBy.id === request.requestedBy.id).length;
+    if (mine >= perMember) return { kind: 'queue-full', scope: 'member', limit: perMember };
+    const ahead = this.pending;
+    this.#waiting.push({
+      request,
+      characters: countCharacters(request.text),
+      abort: new AbortController(),
+      dropped: undefined,
+      synthesis: undefined,
+      prepared: undefined,
+      due: false,
+      playing: false,
+      position: undefined,
+      streamError: undefined,
+    });
+    this.#pump();
+    return { kind: 'queued', ahead };
+  }
+
+  /** Skips the utterance due now (playing, or still being prepared); false when there is none. */
+  skip(): boolean {
+    const current = this.#current;
+    if (!current) return false;
+    this.#dropCurrent('skip');
+    return true;
+  }
+
+  /** Drops a queued utterance that has not started playing (e.g. its message was deleted); false when none has `key`. */
+  withdraw(key: string): boolean {
+    const index = this.#waiting.findIndex((utterance) => utterance.request.key === key);
+    if (index !== -1) {
+      const [utterance] = this.#waiting.splice(index, 1);
+      if (utterance) this.#drop(utterance, 'withdrawn');
+      this.#schedulePrefetch();
+      return true;
+    }
+    const current = this.#current;
+    if (current && !current.playing && current.request.key === key) {
+      this.#dropCurrent('withdrawn');
+      return true;
+    }
+    return false;
+  }
+
+  /** Clears the queue and cuts the current utterance; returns how many were dropped. */
+  stop(reason: DropReason = 'stop'): number {
+    const dropped = this.pending;
+    clearTimeout(this.#prefetchTimer);
+    for (const utterance of this.#waiting.splice(0)) this.#drop(utterance, reason);
+    if (this.#current) this.#dropCurrent(reason);
+    return dropped;
+  }
+
+  /** Drops everything and accepts nothing more. */
+  close(reason: SessionEnd): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.stop(reason);
+  }
+
+  /** The player started (or resumed) `utterance`; `position` reads how much of it has been played, in ms. */
+  started(utterance: Utterance, position: () => number): void {
+    if (utterance !== this.#current) return;
+    utterance.position = position;
+    this.#position = position;
+    this.#schedulePrefetch();
+  }
+
+  /** The player is done with `utterance` (played out, cut, or failed). */
+  finished(utterance: Utterance): void {
+    // Releases the HTTP stream if the player gave up on the resource early.
+    utterance.abort.abort();
+    if (this.#current !== utterance) return;
+    this.#current = undefined;
+    this.#position = undefined;
+    this.#pump();
+  }
+
+  #all(): Utterance[] {
+    return this.#current ? [this.#current, ...this.#waiting] : this.#waiting;
+  }
+
+  #pump(): void {
+    if (this.#closed) return;
+    if (!this.#current) {
+      const next = this.#waiting.shift();
+      if (!next) {
+        clearTimeout(this.#prefetchTimer);
+        this.#options.onEmpty?.();
+        return;
+      }
+      this.#current = next;
+    }
+    if (!this.#canPlay) return;
+    const current = this.#current;
+    if (!current.due) {
+      current.due = true;
+      void this.#start(current);
+    }
+    this.#schedulePrefetch();
+  }
+
+  /** Synthesises the next utterance once the one playing is within the lead of its end. */
+  #schedulePrefetch(): void {
+    clearTimeout(this.#prefetchTimer);
+    const current = this.#current;
+    const next = this.#waiting[0];
+    if (!this.#canPlay || !current?.playing || !next || next.synthesis) return;
+    const durationS = current.prepared?.result.durationS;
+    if (durationS === undefined || this.#position === undefined) {
+      // Without the duration the end cannot be foreseen: one ahead is the closest to "just in time" there is.
+      this.#prepare(next);
+      return;
+    }
+    const dueInMs = durationS * 1000 - this.#position() - this.#options.pacing.leadMs();
+    if (dueInMs <= 0) this.#prepare(next);
+    else this.#prefetchTimer = setTimeout(() => this.#schedulePrefetch(), dueInMs);
+  }
+
+  async #start(utterance: Utterance): Promise<void> {
+    try {
+      const prepared = await this.#prepare(utterance);
+      if (this.#current !== utterance || utterance.dropped) return;
+      if (this.#options.beforePlay) {
+        await this.#options.beforePlay(utterance);
+        if (this.#current !== utterance || utterance.dropped) return;
+      }
+      utterance.playing = true;
+      this.#options.play(utterance, prepared);
+    } catch (error) {
+      if (!utterance.dropped) utterance.request.onFailure(error);
+      // Paid and failed before it was played (e.g. DAVE never got ready): unheard.
+      if (utterance.prepared) this.#discard(utterance, 'failed');
+      if (this.#current === utterance) {
+        this.#current = undefined;
+        this.#pump();
+      }
+    }
+  }
+
+  #prepare(utterance: Utterance): Promise<Prepared> {
+    if (utterance.synthesis) return utterance.synthesis;
+    const startedAt = this.#now();
+    const synthesis = this.#options
+      .synthesize(utterance.request, utterance.abort.signal, this.#options.guildId)
+      .then((result) => {
+        this.#options.pacing.record(this.#now() - startedAt);
+        const body = new PassThrough({ highWaterMark: READ_AHEAD_BYTES });
+        // Dropping an utterance destroys its body mid-download: that error is expected, and handled here.
+        body.on('error', (error) => {
+          utterance.streamError ??= error;
+        });
+        result.audio.on('error', (error) => {
+          utterance.streamError = error;
+          body.destroy(error);
+        });
+        result.audio.pipe(body);
+        const prepared = { result, body };
+        utterance.prepared = prepared;
+        if (utterance.dropped) {
+          // Paid while it was being dropped: the money is spent, the audio will never be heard.
+          this.#discard(utterance, utterance.dropped);
+          throw new TtsAbortedError();
+        }
+        return prepared;
+      });
+    // Awaited by #start; this keeps the failure of an utterance dropped before it is due from going unhandled.
+    synthesis.catch(() => {});
+    utterance.synthesis = synthesis;
+    return synthesis;
+  }
+
+  #dropCurrent(reason: DropReason): void {
+    const current = this.#current;
+    if (!current) return;
+    this.#drop(current, reason);
+    if (current.playing) {
+      // The player goes idle and `finished` moves on.
+      this.#options.stopPlayback();
+      return;
+    }
+    this.#current = undefined;
+    this.#position = undefined;
+    this.#pump();
+  }
+
+  #drop(utterance: Utterance, reason: DropReason): void {
+    utterance.dropped ??= reason;
+    utterance.abort.abort();
+    if (utterance.prepared && !heard(utterance)) this.#discard(utterance, reason);
+  }
+
+  #discard(utterance: Utterance, reason: DropReason): void {
+    const prepared = utterance.prepared;
+    if (!prepared || heard(utterance) || this.#reported.has(utterance)) return;
+    this.#reported.add(utterance);
+    prepared.body.destroy();
+    this.#options.logger.debug('paid audio dropped unplayed', { reason, characters: utterance.characters });
+    try {
+      this.#options.onUnplayed?.(prepared.result, utterance.request, reason);
+    } catch (error) {
+      this.#options.logger.error('recording unplayed audio failed', { err: error });
+    }
+  }
+}
+
+/**
+ * Whether any of an utterance reached the channel: handed to a player that has played at least one frame of it.
+ * One handed over while the connection was gone (the player paused, nothing sent) was paid for and never heard.
+ */
+function heard(utterance: Utterance): boolean {
+  return utterance.playing && (utterance.position?.() ?? 0) > 0;
+}

@@ -1,0 +1,328 @@
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createLogger } from '../../src/log.ts';
+import type { GenerateResult } from '../../src/tts/index.ts';
+import { createSynthesisPacing, type SynthesisPacing } from '../../src/voice/pacing.ts';
+import {
+  type DropReason,
+  type Prepared,
+  SpeechQueue,
+  type SpeechRequest,
+  type Utterance,
+} from '../../src/voice/queue.ts';
+
+const silentLogger = createLogger({ level: 'error', write: () => {} });
+const SPEAKER = { id: 's', name: 'Voice', voiceKey: 's', gender: null, languages: null };
+
+/** A synthesis the test resolves by hand; its audio is a stream the test can write to or break. */
+interface Pending {
+  readonly request: SpeechRequest;
+  readonly signal: AbortSignal;
+  readonly audio: PassThrough;
+  resolve(durationS?: number): void;
+  reject(error: unknown): void;
+}
+
+function harness(options: { perServer?: number; perMember?: number; pacing?: SynthesisPacing } = {}) {
+  const pending: Pending[] = [];
+  const played: Utterance[] = [];
+  const unplayed: { text: string; reason: DropReason }[] = [];
+  const failures: { text: string; error: unknown }[] = [];
+  let stops = 0;
+  let position = 0;
+  const queue: SpeechQueue = new SpeechQueue({
+    guildId: 'g',
+    logger: silentLogger,
+    limits: { perServer: options.perServer ?? 50, perMember: options.perMember ?? 10 },
+    pacing: options.pacing ?? { record: () => {}, leadMs: () => 500 },
+    synthesize: (request, signal) =>
+      new Promise<GenerateResult>((resolve, reject) => {
+        const audio = new PassThrough();
+        let answered = false;
+        pending.push({
+          request,
+          signal,
+          audio,
+          resolve: (durationS) => {
+            answered = true;
+            resolve({
+              audio,
+              contentType: 'audio/ogg',
+              format: 'opus',
+              sampleRate: 48_000,
+              durationS,
+              costUsd: 0.001,
+              balanceUsd: 1,
+              requestId: undefined,
+              attempts: 1,
+            });
+          },
+          reject,
+        });
+        // As the TTS client does: an abort before the headers rejects; after them, it breaks the body.
+        signal.addEventListener(
+          'abort',
+          () => (answered ? audio.destroy(new Error('aborted')) : reject(new Error('aborted'))),
+          { once: true },
+        );
+      }),
+    play: (utterance: Utterance, _prepared: Prepared) => {
+      played.push(utterance);
+      // The player reports back at once that it is playing.
+      queueMicrotask(() => queue.started(utterance, () => position));
+    },
+    stopPlayback: () => {
+      stops += 1;
+      const playing = played.at(-1);
+      if (playing) queueMicrotask(() => queue.finished(playing));
+    },
+    onUnplayed: (_result, request, reason) => unplayed.push({ text: request.text, reason }),
+  });
+  const say = (text: string, userId = 'u1') =>
+    queue.enqueue({
+      text,
+      speaker: SPEAKER,
+      requestedBy: { id: userId, name: userId },
+      key: text,
+      onFailure: (error) => failures.push({ text, error }),
+    });
+  const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+  return {
+    queue,
+    say,
+    pending,
+    played,
+    unplayed,
+    failures,
+    flush,
+    stops: () => stops,
+    setPosition: (ms: number) => {
+      position = ms;
+    },
+    texts: () => pending.map((p) => p.request.text),
+  };
+}
+
+describe('SpeechQueue: paying as late as gapless playback allows', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('synthesises nothing until the connection can play', async () => {
+    const h = harness();
+    h.say('one');
+    h.say('two');
+    await h.flush();
+    expect(h.pending).toHaveLength(0);
+    h.queue.setCanPlay(true);
+    await h.flush();
+    expect(h.texts()).toEqual(['one']);
+  });
+
+  it('synthesises the next only when the one playing is within the lead of its end, never two ahead', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    for (const text of ['one', 'two', 'three']) h.say(text);
+    await h.flush();
+    h.pending[0]?.resolve(2); // two seconds of audio
+    await h.flush();
+    expect(h.played.map((u) => u.request.text)).toEqual(['one']);
+    expect(h.texts()).toEqual(['one']);
+    // 2,000 ms long, 500 ms lead: the second is due 1,500 ms in.
+    h.setPosition(1_000);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(h.texts()).toEqual(['one']);
+    h.setPosition(1_500);
+    await vi.advanceTimersByTimeAsync(600);
+    expect(h.texts()).toEqual(['one', 'two']);
+    // The third waits for the second to play, however long that takes.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(h.texts()).toEqual(['one', 'two']);
+    h.pending[1]?.resolve(2);
+    h.queue.finished(h.played[0] as Utterance);
+    await h.flush();
+    expect(h.played.map((u) => u.request.text)).toEqual(['one', 'two']);
+  });
+
+  it('without a duration, synthesises one ahead once the current one plays', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    for (const text of ['one', 'two', 'three']) h.say(text);
+    await h.flush();
+    expect(h.texts()).toEqual(['one']);
+    h.pending[0]?.resolve(undefined);
+    await h.flush();
+    expect(h.texts()).toEqual(['one', 'two']);
+  });
+
+  it('uses the measured synthesis time as the lead', async () => {
+    const pacing = createSynthesisPacing({ initialLeadMs: 1_000, marginMs: 100 });
+    expect(pacing.leadMs()).toBe(1_000);
+    for (let i = 0; i < 20; i++) pacing.record(200);
+    expect(pacing.leadMs()).toBeGreaterThanOrEqual(300);
+    expect(pacing.leadMs()).toBeLessThan(400);
+    pacing.record(2_000);
+    expect(pacing.leadMs()).toBeGreaterThan(1_000); // a slow answer widens the lead at once
+  });
+});
+
+describe('SpeechQueue: dropping at every state', () => {
+  it('waiting (nothing paid): dropped silently', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    h.say('two');
+    await h.flush();
+    expect(h.queue.withdraw('two')).toBe(true);
+    expect(h.unplayed).toEqual([]);
+    expect(h.queue.pending).toBe(1);
+  });
+
+  it('synthesising: its request is aborted, and no error escapes', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    await h.flush();
+    expect(h.queue.stop()).toBe(1);
+    expect(h.pending[0]?.signal.aborted).toBe(true);
+    await h.flush();
+    expect(h.unplayed).toEqual([]);
+    expect(h.played).toEqual([]);
+    expect(h.failures).toEqual([]);
+  });
+
+  it('paid in the same moment it is dropped: reported unplayed once its headers are handled', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    await h.flush();
+    h.pending[0]?.resolve(1); // the headers are in, not yet handled
+    h.queue.stop();
+    await h.flush();
+    expect(h.unplayed).toEqual([{ text: 'one', reason: 'stop' }]);
+    expect(h.played).toEqual([]);
+    expect(h.failures).toEqual([]);
+  });
+
+  it('ready and still downloading: reported unplayed at once, its stream destroyed without an error', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    h.say('two');
+    await h.flush();
+    h.pending[0]?.resolve(undefined); // no duration: the next is synthesised at once
+    await h.flush();
+    h.pending[1]?.resolve(1);
+    await h.flush();
+    h.pending[1]?.audio.write(Buffer.alloc(100)); // downloading
+    h.setPosition(300); // the first has been heard in part
+    const unhandled = vi.fn();
+    process.on('uncaughtException', unhandled);
+    try {
+      h.queue.close('left');
+      h.pending[1]?.audio.destroy(new Error('socket reset mid-download'));
+      await h.flush();
+    } finally {
+      process.off('uncaughtException', unhandled);
+    }
+    expect(unhandled).not.toHaveBeenCalled();
+    expect(h.unplayed).toEqual([{ text: 'two', reason: 'left' }]);
+    expect(h.stops()).toBe(1); // the one playing is cut
+  });
+
+  it('playing: cut by the player, counted as heard (not unplayed)', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    h.say('two');
+    await h.flush();
+    h.pending[0]?.resolve(5);
+    await h.flush();
+    h.setPosition(40);
+    expect(h.queue.skip()).toBe(true);
+    await h.flush();
+    expect(h.stops()).toBe(1);
+    expect(h.unplayed).toEqual([]);
+    // The next one is due now.
+    expect(h.texts()).toEqual(['one', 'two']);
+  });
+
+  it('handed to a player that never played a frame of it (the connection went): unplayed', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    await h.flush();
+    h.pending[0]?.resolve(5);
+    await h.flush();
+    expect(h.played).toHaveLength(1);
+    h.queue.close('kicked');
+    await h.flush();
+    expect(h.unplayed).toEqual([{ text: 'one', reason: 'kicked' }]);
+  });
+
+  it('/skip before the current one plays drops it (unplayed) and moves on', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    h.say('two');
+    await h.flush();
+    h.pending[0]?.resolve(1); // paid, not yet handed to the player
+    h.queue.skip();
+    await h.flush();
+    expect(h.texts()).toEqual(['one', 'two']);
+    h.pending[1]?.resolve(1);
+    await h.flush();
+    expect(h.unplayed).toEqual([{ text: 'one', reason: 'skip' }]);
+    expect(h.played.map((u) => u.request.text)).toEqual(['two']);
+  });
+
+  it('a failed synthesis tells its member and the queue goes on', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    h.say('two');
+    await h.flush();
+    h.pending[0]?.reject(new Error('503'));
+    await h.flush();
+    expect(h.failures.map((f) => f.text)).toEqual(['one']);
+    expect(h.texts()).toEqual(['one', 'two']);
+  });
+
+  it('withdraws the current one while it is still being prepared', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    h.say('two');
+    await h.flush();
+    expect(h.queue.withdraw('one')).toBe(true);
+    await h.flush();
+    expect(h.texts()).toEqual(['one', 'two']);
+  });
+});
+
+describe('SpeechQueue: bounds', () => {
+  it('refuses past the server’s and the member’s bounds', () => {
+    const h = harness({ perServer: 3, perMember: 2 });
+    expect(h.say('a', 'u1')).toEqual({ kind: 'queued', ahead: 0 });
+    expect(h.say('b', 'u1')).toEqual({ kind: 'queued', ahead: 1 });
+    expect(h.say('c', 'u1')).toEqual({ kind: 'queue-full', scope: 'member', limit: 2 });
+    expect(h.say('d', 'u2')).toEqual({ kind: 'queued', ahead: 2 });
+    expect(h.say('e', 'u3')).toEqual({ kind: 'queue-full', scope: 'server', limit: 3 });
+  });
+
+  it('counts the characters queued and not yet paid for, per member', async () => {
+    const h = harness();
+    h.say('héllo', 'u1');
+    h.say('abc', 'u2');
+    expect(h.queue.queuedCharacters('u1')).toBe(5);
+    expect(h.queue.queuedCharacters()).toBe(8);
+    h.queue.setCanPlay(true);
+    await h.flush();
+    // The first is being synthesised: its money is reserved by the guard now, no longer "queued".
+    expect(h.queue.queuedCharacters('u1')).toBe(0);
+    expect(h.queue.queuedCharacters()).toBe(3);
+  });
+});
