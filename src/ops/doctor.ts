@@ -637,7 +637,7 @@ function databaseChecks(
       status: 'fail',
       blocks: true,
       detail: `last balance ${formatUsd(balance)}${seen} is at or under the floor ${formatUsd(floor)}`,
-      fix: 'Top up the TTS account (then /budget recheck), or lower BUDGET_FLOOR_USD.',
+      fix: 'Top up the TTS account (Herald re-checks by itself, or run /budget recheck), or lower BUDGET_FLOOR_USD.',
     });
   } else if (balance !== null && warn !== undefined && balance <= warn) {
     checks.push({
