@@ -137,7 +137,7 @@ export function formatDoctorReport(checks: readonly DoctorCheck[]): string {
   lines.push(
     '',
     blocking > 0
-      ? `${blocking} problem${blocking === 1 ? '' : 's'} stop Herald from speaking${other > 0 ? `, and ${other} more to fix` : ''}.`
+      ? `${blocking} problem${blocking === 1 ? ' stops' : 's stop'} Herald from speaking${other > 0 ? `, and ${other} more to fix` : ''}.`
       : other > 0
         ? `Herald can speak; ${other} thing${other === 1 ? '' : 's'} to fix.`
         : 'All good: Herald can speak.',
@@ -637,7 +637,7 @@ function databaseChecks(
       status: 'fail',
       blocks: true,
       detail: `last balance ${formatUsd(balance)}${seen} is at or under the floor ${formatUsd(floor)}`,
-      fix: 'Top up the TTS account (then /budget recheck), or lower BUDGET_FLOOR_USD.',
+      fix: 'Top up the TTS account (Herald re-checks by itself, or run /budget recheck), or lower BUDGET_FLOOR_USD.',
     });
   } else if (balance !== null && warn !== undefined && balance <= warn) {
     checks.push({

@@ -7,7 +7,10 @@
 /** Where an utterance came from. */
 export type UtteranceSource = 'speak' | 'autoread';
 
-/** How an utterance ended, counted once each: heard (its first voice packet went out), refused, or failed. */
+/**
+ * How an utterance ended, counted once each: heard (its first voice packet went out), refused (by the budget or a
+ * full queue), or failed.
+ */
 export type UtteranceOutcome = 'spoken' | 'refused' | 'failed';
 
 /** Why spending stopped (the budget store's block reasons). */

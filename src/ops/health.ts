@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
-import type { BudgetStatus } from '../budget/index.ts';
+import type { BlockReason, BudgetStatus } from '../budget/index.ts';
 
 /** One readiness check's verdict; `detail` says why in words an operator can act on (never a secret). */
 export interface CheckResult {
@@ -35,7 +35,19 @@ export const DEFAULT_TTS_READY_TIMEOUT_MS = 3_000;
 
 /** How to resume spending, as the status page and `/readyz` say it. */
 export const RESUME_HINT =
-  'Top up the TTS account, then an operator (BOT_OWNER_IDS) runs /budget recheck in Discord; Herald resumes when the balance is above the floor.';
+  'Top up the TTS account: Herald checks again by itself every BUDGET_RECHECK_MINUTES (5 by default), or an operator (BOT_OWNER_IDS, by default the application’s owner) runs /budget recheck in Discord; Herald resumes when the balance is above the floor.';
+
+/** Why spending stopped, in one sentence for the status page and `/readyz`. */
+export function describeStop(reason: BlockReason): string {
+  switch (reason) {
+    case 'floor-reached':
+      return 'the balance reached the floor.';
+    case 'service-refused':
+      return 'the TTS service refused a request for lack of credit.';
+    case 'balance-unknown':
+      return 'the TTS service reports no balance, so the floor cannot be checked.';
+  }
+}
 
 /** Runs every readiness check; the TTS check is bounded by `ttsTimeoutMs` and never makes a paid call. */
 export async function checkReadiness(
@@ -73,12 +85,7 @@ export async function checkReadiness(
       : {
           ok: false,
           reason: status.reason,
-          detail:
-            status.reason === 'floor-reached'
-              ? 'Spending stopped: the balance reached the floor.'
-              : status.reason === 'balance-unknown'
-                ? 'Spending stopped: the TTS service reports no balance, so the floor cannot be checked.'
-                : 'Spending stopped: the TTS service refused a request for lack of credit.',
+          detail: `Spending stopped: ${describeStop(status.reason)}`,
           resume: RESUME_HINT,
         };
 

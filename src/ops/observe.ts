@@ -134,8 +134,14 @@ export function createVoiceWatch(events: OpsEvents): VoiceWatch {
         },
       };
       tracked.set(observed, entry);
-      events.utteranceQueued(entry.source);
-      return enqueue(observed);
+      const outcome = enqueue(observed);
+      if (outcome.kind === 'queued') events.utteranceQueued(entry.source);
+      else {
+        // A full queue refuses the utterance before anything is paid.
+        entry.ended = true;
+        events.utteranceEnded(entry.source, 'refused');
+      }
+      return outcome;
     };
 
     session.player.on('stateChange', (_old: AudioPlayerState, next: AudioPlayerState) => {

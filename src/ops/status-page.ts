@@ -1,5 +1,5 @@
 import { type BudgetStatus, formatUsd, type LedgerEntry } from '../budget/index.ts';
-import { RESUME_HINT } from './health.ts';
+import { describeStop, RESUME_HINT } from './health.ts';
 import type { RecentProblem, SessionView } from './state.ts';
 
 /** Everything the status page shows, read at the moment it is asked for. */
@@ -66,11 +66,7 @@ export function renderStatusPage(data: StatusPageData): string {
   const state =
     budget.status === 'active'
       ? `<p id="budget-state" data-state="active" class="ok">Speaking: spending is allowed.</p>`
-      : `<p id="budget-state" data-state="blocked" data-reason="${budget.reason}" class="bad">Stopped since ${iso(budget.since)}: ${
-          budget.reason === 'floor-reached'
-            ? 'the balance reached the floor.'
-            : 'the TTS service refused a request for lack of credit.'
-        }</p><p id="resume">${escapeHtml(RESUME_HINT)}</p>`;
+      : `<p id="budget-state" data-state="blocked" data-reason="${budget.reason}" class="bad">Stopped since ${iso(budget.since)}: ${describeStop(budget.reason)}}</p><p id="resume">${escapeHtml(RESUME_HINT)}</p>`;
 
   return `<!doctype html>
 <html lang="en">

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -74,6 +74,7 @@ afterAll(async () => {
 async function doctor(
   overrides: Record<string, string> = {},
   emulator: DiscordEmulator = discord,
+  cacheDir?: string,
 ): Promise<{ checks: DoctorCheck[]; report: string }> {
   const parsed = parseConfig({ ...heraldEnv(emulator, tts, dbPath), ...overrides });
   if (!parsed.ok) throw new Error(parsed.problems.join('; '));
@@ -85,6 +86,7 @@ async function doctor(
       commands: commands.map((command) => command.data.toJSON()),
       tts: client,
       login: () => doctorLogin(config),
+      cacheDir,
     });
     return { checks, report: formatDoctorReport(checks) };
   } finally {
@@ -225,5 +227,43 @@ describe('npm run doctor', () => {
         fix: expect.stringMatching(/Top up/),
       }),
     ]);
+  });
+
+  it('checks the cache directory when one is configured', async () => {
+    const cache = join(dataDir, 'cache');
+    mkdirSync(cache);
+    writeFileSync(join(cache, 'one.ogg'), Buffer.alloc(2048));
+    const good = await doctor({}, discord, cache);
+    expect(good.checks.at(-1)).toMatchObject({
+      name: 'Cache directory',
+      status: 'ok',
+      detail: expect.stringMatching(/writable, 0\.0 MiB/),
+    });
+    const notADirectory = join(cache, 'one.ogg', 'below');
+    const bad = await doctor({}, discord, notADirectory);
+    expect(failed(bad.checks)).toEqual([
+      expect.objectContaining({
+        name: 'Cache directory',
+        blocks: false,
+        fix: expect.stringContaining('CACHE_DIR'),
+      }),
+    ]);
+  });
+
+  it('lists every configuration problem, and `npm run doctor` exits 1 without checking further', async () => {
+    const env = {
+      ...process.env,
+      ...heraldEnv(discord, tts, dbPath),
+      TTS_BASE_URL: 'not a url',
+      DISCORD_TOKEN: '',
+    };
+    const failure = await run('node', ['scripts/doctor.ts'], { cwd: ROOT, env }).then(
+      () => undefined,
+      (error: { code?: number; stdout?: string }) => error,
+    );
+    expect(failure?.code).toBe(1);
+    expect(failure?.stdout).toMatch(/✗ Configuration +DISCORD_TOKEN is missing/);
+    expect(failure?.stdout).toMatch(/✗ Configuration +TTS_BASE_URL/);
+    expect(failure?.stdout).not.toContain(tts.apiKey);
   });
 });

@@ -22,7 +22,7 @@ const tts = (): TtsEmulator => replacement ?? world.tts;
 
 beforeAll(async () => {
   world = await createWorld({
-    env: { METRICS_PORT: '0', BUDGET_FLOOR_USD: String(FLOOR_USD) },
+    env: { METRICS_PORT: '0', BUDGET_FLOOR_USD: String(FLOOR_USD), QUEUE_MAX_PER_MEMBER: '3' },
     ttsReadyTimeoutMs: 1_000,
   });
   await world.discord.slash(
@@ -185,7 +185,8 @@ describe('the operations endpoint', () => {
     expect(value(text, 'herald_tts_errors_total', { code: 'TTS_TIMEOUT' })).toBe(0);
     expect(value(text, 'herald_gateway_connected')).toBe(1);
     expect(value(text, 'herald_gateway_reconnects_total')).toBe(0);
-    expect(value(text, 'herald_dave_transitions_total')).toBeGreaterThanOrEqual(0);
+    // The emulator speaks DAVE: joining the members' group is at least one executed transition.
+    expect(value(text, 'herald_dave_transitions_total')).toBeGreaterThanOrEqual(1);
     expect(value(text, 'herald_dave_failures_total', { kind: 'close' })).toBe(0);
     // Process metrics.
     expect(value(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
@@ -205,6 +206,23 @@ describe('the operations endpoint', () => {
         ? text
         : undefined;
     }).then((text) => expect(value(text, 'herald_tts_errors_total', { code: 'TTS_SERVICE' })).toBe(1));
+  });
+
+  it('counts an utterance a full queue refuses', async () => {
+    const before = value(await scrape(), 'herald_utterances_total', { source: 'speak', outcome: 'refused' });
+    const replies = [];
+    for (const text of [
+      'Queue one, a little long.',
+      'Queue two.',
+      'Queue three.',
+      'Queue four is refused.',
+    ]) {
+      replies.push(await world.discord.slash(world.member, 'speak', { text }));
+    }
+    expect(replies.at(-1)?.content).toMatch(/already have 3 messages waiting/);
+    const text = await scrape();
+    expect(value(text, 'herald_utterances_total', { source: 'speak', outcome: 'refused' })).toBe(before + 1);
+    await world.discord.voice(world.guild).untilSilent({ quietMs: 800 });
   });
 
   it('is not ready while the gateway is down, counts the reconnect, and is ready again when it is back', async () => {
@@ -254,6 +272,15 @@ describe('the operations endpoint', () => {
   });
 
   it('counts a budget stop, and /readyz says why and how to resume', async () => {
+    // Nothing queued or in flight any more, so the next charge is this test's own.
+    await until('an empty queue', async () => {
+      const scraped = await scrape();
+      return value(scraped, 'herald_queue_depth') === 0 &&
+        value(scraped, 'herald_budget_reservations_held') === 0
+        ? true
+        : undefined;
+    });
+    const charged = tts().requests.filter((r) => r.chargedUsd > 0).length;
     tts().balanceUsd = FLOOR_USD + 0.001;
     await world.discord.slash(world.member, 'speak', { text: 'This takes the balance under the floor.' });
     const text = await until('the stop to be counted', async () => {
@@ -263,6 +290,7 @@ describe('the operations endpoint', () => {
     expect(value(text, 'herald_budget_stops_total', { reason: 'floor-reached' })).toBe(1);
     expect(value(text, 'herald_balance_usd')).toBeCloseTo(tts().balanceUsd, 9);
     expect(value(text, 'herald_balance_usd')).toBeLessThan(FLOOR_USD);
+    expect(tts().requests.filter((r) => r.chargedUsd > 0).length).toBe(charged + 1);
     const stopped = await readiness();
     expect(stopped.status).toBe(503);
     expect(stopped.body.checks.budget).toMatchObject({
