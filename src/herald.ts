@@ -3,12 +3,12 @@ import { Client, Events, GatewayIntentBits } from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
 import { createAutoReader } from './autoread/reader.ts';
-import { createSqliteAutoReadStore } from './autoread/settings.ts';
+import { createAutoReadStore } from './autoread/settings.ts';
 import {
   budgetedSynthesize,
   createBudgetAlerter,
   createBudgetGuard,
-  createSqliteBudgetStore,
+  createBudgetStore,
   createTtsProbe,
   startBudgetRechecks,
 } from './budget/index.ts';
@@ -18,7 +18,7 @@ import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
 import { createOperatorCheck } from './operators.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
-import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
+import { createSettingsStore, openDatabase } from './storage/index.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
 import { VoiceManager } from './voice/manager.ts';
 
@@ -48,11 +48,11 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const { logger } = options;
   logger.debug('voice dependencies', { report: generateDependencyReport() });
 
-  const db = openSqlite(config.databasePath);
-  const settings = createSqliteSettingsStore(db);
-  // Auto-read keeps its tables in the same database; settings.close() closes it for both.
-  const autoread = createSqliteAutoReadStore(db);
-  const budgetStore = createSqliteBudgetStore(db);
+  // One database for every store: a SQLite file, or PostgreSQL shared with Herald's other processes.
+  const db = openDatabase(config.database);
+  const settings = await createSettingsStore(db);
+  const autoread = await createAutoReadStore(db);
+  const budgetStore = await createBudgetStore(db);
   const tts = createTtsClient({
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
@@ -71,7 +71,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
   });
   const budgetLogger = logger.child({ component: 'budget' });
-  const budget = createBudgetGuard({
+  const budget = await createBudgetGuard({
     store: budgetStore,
     floorUsd: config.budget.floorUsd,
     warnUsd: config.budget.warnUsd,
@@ -172,7 +172,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       voice.destroyAll();
       await client.destroy();
       await tts.close();
-      settings.close();
+      await db.close();
     },
   };
 }
