@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,7 +89,14 @@ export async function startPostgres(): Promise<PostgresServer> {
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const stop = async (): Promise<void> => {
-    if (server.exitCode === null) server.kill('SIGINT');
+    if (server.exitCode === null) {
+      // SIGINT is PostgreSQL's fast shutdown. It goes to the postmaster itself: runuser blocks SIGINT and would
+      // turn a SIGTERM into a smart shutdown that waits for every client.
+      const pidFile = join(data, 'postmaster.pid');
+      const postmaster = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : 0;
+      if (Number.isInteger(postmaster) && postmaster > 0) process.kill(postmaster, 'SIGINT');
+      else server.kill('SIGTERM');
+    }
     await exited;
     rmSync(dir, { recursive: true, force: true });
   };
