@@ -9,6 +9,8 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           exclude: ['test/e2e/**', 'test/sandbox/page.test.ts', 'test/sandbox/server.test.ts'],
           testTimeout: 20_000,
+          // A throwaway PostgreSQL cluster for the storage and budget tests (skipped, saying why, without one).
+          globalSetup: ['test/support/postgres-setup.ts'],
         },
       },
       {

@@ -101,9 +101,9 @@ export const budget = {
           interaction,
           [
             renderBudget(
-              deps.budget.status(),
-              deps.budget.spendToday(interaction.guildId),
-              deps.budget.guildSettings(interaction.guildId),
+              await deps.budget.status(),
+              await deps.budget.spendToday(interaction.guildId),
+              await deps.budget.guildSettings(interaction.guildId),
               deps.budgetAlertChannelId,
             ),
             '',
@@ -126,7 +126,7 @@ export const budget = {
         if (!Number.isFinite(usd) || usd < 0) {
           return respondEphemeral(interaction, 'The cap must be 0 (no cap) or a positive amount of dollars.');
         }
-        deps.budget.setDailyCap(interaction.guildId, usd === 0 ? null : usd);
+        await deps.budget.setDailyCap(interaction.guildId, usd === 0 ? null : usd);
         return respondEphemeral(
           interaction,
           usd === 0
@@ -136,7 +136,7 @@ export const budget = {
       }
       case 'alerts': {
         const channel = interaction.options.getChannel('channel', false, [ChannelType.GuildText]);
-        deps.budget.setAlertChannel(interaction.guildId, channel?.id ?? null);
+        await deps.budget.setAlertChannel(interaction.guildId, channel?.id ?? null);
         const override =
           deps.budgetAlertChannelId === undefined
             ? ''

@@ -40,7 +40,7 @@ export const speak = {
     if (!channel) return reply('Join a voice channel first, then use /speak.');
     // Counted on the text as sent, as the guard counts it again when the utterance is synthesised; what is
     // already queued counts too, so a member cannot queue past the limits and be refused later.
-    const verdict = deps.budget.check(
+    const verdict = await deps.budget.check(
       { guildId: interaction.guildId, userId: interaction.user.id, characters: countCharacters(text) },
       deps.voice.queued(interaction.guildId, interaction.user.id),
     );

@@ -22,11 +22,11 @@ import {
   startTtsEmulator,
   type TtsEmulator,
 } from '../emulators/tts/index.ts';
-import { createSqliteBudgetStore } from '../src/budget/index.ts';
+import { createBudgetStore } from '../src/budget/index.ts';
 import { type Env, parseConfig, secretsOf } from '../src/config.ts';
 import { type Herald, startHerald } from '../src/herald.ts';
 import { createLogger } from '../src/log.ts';
-import { openSqlite } from '../src/storage/sqlite.ts';
+import { openDatabase } from '../src/storage/index.ts';
 import { type Action, BadRequest, listenForPage } from './http.ts';
 import { createEmulatedServicePanel, createRealServicePanel } from './service.ts';
 import { forwardVoice } from './voice.ts';
@@ -167,11 +167,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         pricePerCharUsd: START_PRICE_USD,
         floorUsd: config.budget.floorUsd,
       })
-    : createRealServicePanel(
-        config.tts.baseUrl,
-        config.budget.floorUsd,
-        createSqliteBudgetStore(openSqlite(databasePath)),
-      );
+    : await (async () => {
+        const db = openDatabase({ kind: 'sqlite', path: databasePath });
+        return createRealServicePanel(
+          config.tts.baseUrl,
+          config.budget.floorUsd,
+          await createBudgetStore(db),
+          () => db.close(),
+        );
+      })();
   const sockets = new Set<WebSocket>();
   let lastState = '';
   let stateTimer: NodeJS.Timeout | undefined;

@@ -150,26 +150,35 @@ export function createEmulatedServicePanel(
 
 /**
  * The panel of a real service: its host only (a base URL could carry credentials; the key never leaves), and
- * what Herald's budget store knows, read through `ledger` (a second connection to Herald's database).
+ * what Herald's budget store knows, read through `ledger` (a second connection to Herald's database). The store
+ * is asynchronous, so the panel shows what the last read found and reads again each time it is shown.
  */
-export function createRealServicePanel(baseUrl: string, floorUsd: number, ledger: BudgetStore): ServicePanel {
+export function createRealServicePanel(
+  baseUrl: string,
+  floorUsd: number,
+  ledger: BudgetStore,
+  close: () => Promise<void>,
+): ServicePanel {
   let host = 'the configured service';
   try {
     host = new URL(baseUrl).host;
   } catch {
     // Herald's config already refused an unparsable URL; the panel just says less.
   }
-  return {
-    view: () => {
-      const account = ledger.account();
-      return {
+  let seen: ServiceView = { kind: 'real', host, floorUsd, balanceUsd: null, blocked: null, ledger: [] };
+  let reading = false;
+  const refresh = async (): Promise<void> => {
+    if (reading) return;
+    reading = true;
+    try {
+      const [account, rows] = await Promise.all([ledger.account(), ledger.ledger()]);
+      seen = {
         kind: 'real',
         host,
         floorUsd,
         balanceUsd: account.balanceUsd,
         blocked: account.blockedReason,
-        ledger: ledger
-          .ledger()
+        ledger: rows
           .slice(-LEDGER_ROWS)
           .reverse()
           .map((row) => ({
@@ -180,10 +189,21 @@ export function createRealServicePanel(baseUrl: string, floorUsd: number, ledger
             balanceAfterUsd: row.balanceAfterUsd,
           })),
       };
+    } catch {
+      // The last figures stay on the page; the next view reads again.
+    } finally {
+      reading = false;
+    }
+  };
+  void refresh();
+  return {
+    view: () => {
+      void refresh();
+      return seen;
     },
     act() {
       throw new BadRequest('the real TTS service cannot be changed from here');
     },
-    close: () => ledger.close(),
+    close: () => void close().catch(() => {}),
   };
 }

@@ -2,6 +2,7 @@ import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
 import { type CacheConfig, parseCacheConfig } from './cache/index.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { isSnowflake } from './snowflake.ts';
+import type { DatabaseConfig } from './storage/open.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
 
 /** Herald's whole configuration, parsed once at start-up. */
@@ -16,8 +17,8 @@ export interface Config {
     /** Speaker id or name used when neither the member nor the server chose one. */
     readonly defaultSpeaker: string | undefined;
   };
-  /** Where settings live: a SQLite file path, or ':memory:'. */
-  readonly databasePath: string;
+  /** Where data lives: a SQLite file (or ':memory:'), or a PostgreSQL server shared by several processes. */
+  readonly database: DatabaseConfig;
   readonly logLevel: LogLevel;
   /** Leave the voice channel after this long with nothing to say. */
   readonly idleTimeoutMs: number;
@@ -74,9 +75,13 @@ export function parseConfig(env: Env): ConfigResult {
   const budget = parseBudgetConfig(env);
   if (!budget.ok) problems.push(...budget.problems);
 
-  const databasePath = parseDatabaseUrl(value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite', problems);
+  const database = parseDatabaseUrl(
+    value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite',
+    value('DATABASE_POOL_SIZE'),
+    problems,
+  );
 
-  const cache = parseCacheConfig(env, databasePath);
+  const cache = parseCacheConfig(env, database.kind === 'sqlite' ? database.path : '');
   if (!cache.ok) problems.push(...cache.problems);
 
   const logLevel = (value('LOG_LEVEL') ?? 'info').toLowerCase();
@@ -128,7 +133,7 @@ export function parseConfig(env: Env): ConfigResult {
     value: {
       discord: { token, applicationId, restUrl },
       tts: { ...tts.value, defaultSpeaker: value('TTS_DEFAULT_SPEAKER') },
-      databasePath,
+      database,
       logLevel,
       idleTimeoutMs: idleSeconds * 1000,
       budget: budget.value,
@@ -158,20 +163,41 @@ export function isUnconfigured(env: Env): boolean {
 
 /** The secrets in a config, for the logger to scrub. */
 export function secretsOf(config: Config): string[] {
-  return [config.discord.token, config.tts.apiKey, ...(config.ops.token ? [config.ops.token] : [])];
+  const secrets = [config.discord.token, config.tts.apiKey, ...(config.ops.token ? [config.ops.token] : [])];
+  if (config.database.kind === 'postgres') {
+    // The database password, as written in the URL and decoded.
+    const password = URL.parse(config.database.url)?.password ?? '';
+    if (password !== '') secrets.push(password, decodeURIComponent(password));
+  }
+  return secrets;
 }
 
-function parseDatabaseUrl(url: string, problems: string[]): string {
-  if (url === ':memory:' || url === 'sqlite::memory:') return ':memory:';
-  const match = /^(?:sqlite|file):(?:\/\/)?(.+)$/.exec(url);
-  if (match?.[1]) return match[1];
-  if (/^postgres(ql)?:/.test(url)) {
-    problems.push('DATABASE_URL: PostgreSQL is not supported yet; use sqlite:<path>.');
-    return '';
+/** Connections per process when `DATABASE_POOL_SIZE` is unset: enough for a shard's concurrent decisions. */
+export const DEFAULT_DATABASE_POOL_SIZE = 10;
+
+function parseDatabaseUrl(url: string, poolText: string | undefined, problems: string[]): DatabaseConfig {
+  const sqlite = (path: string): DatabaseConfig => ({ kind: 'sqlite', path });
+  if (url === ':memory:' || url === 'sqlite::memory:') return sqlite(':memory:');
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const poolSize = Number(poolText ?? DEFAULT_DATABASE_POOL_SIZE);
+    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 100) {
+      problems.push('DATABASE_POOL_SIZE must be a whole number from 1 to 100.');
+    }
+    try {
+      new URL(url);
+    } catch {
+      // The URL itself may hold a password: never echo it.
+      problems.push('DATABASE_URL is not a valid postgres:// URL.');
+    }
+    return { kind: 'postgres', url, poolSize };
   }
-  if (!url.includes(':')) return url;
-  problems.push('DATABASE_URL must be sqlite:<path> (for example sqlite:./data/herald.sqlite).');
-  return '';
+  const match = /^(?:sqlite|file):(?:\/\/)?(.+)$/.exec(url);
+  if (match?.[1]) return sqlite(match[1]);
+  if (!url.includes(':')) return sqlite(url);
+  problems.push(
+    'DATABASE_URL must be sqlite:<path> (for example sqlite:./data/herald.sqlite) or postgres://user:password@host/database.',
+  );
+  return sqlite('');
 }
 
 function isHttpUrl(text: string): boolean {

@@ -4,27 +4,28 @@ import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
 import { createVoiceAutoJoin } from './autoread/auto-join.ts';
 import { createAutoReader, type LiveSession } from './autoread/reader.ts';
-import { createSqliteAutoReadStore } from './autoread/settings.ts';
+import { createAutoReadStore } from './autoread/settings.ts';
 import {
   budgetedSynthesize,
   createBudgetAlerter,
   createBudgetGuard,
-  createSqliteBudgetStore,
+  createBudgetStore,
   createTtsProbe,
   startBudgetRechecks,
 } from './budget/index.ts';
-import { createAudioCache, createSqliteCacheStore } from './cache/index.ts';
+import { createAudioCache, createCacheStore } from './cache/index.ts';
 import type { Deps } from './command.ts';
 import { type Config, secretsOf } from './config.ts';
 import { contained } from './contain.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
-import { createSqliteMemberStore, tunedSynthesize } from './members/index.ts';
+import { createMemberStore, tunedSynthesize } from './members/index.ts';
 import { isPreview, renderPreviewFile } from './members/preview.ts';
 import { createOperatorCheck } from './operators.ts';
 import {
   createOpsMetrics,
   createVoiceWatch,
+  databaseProbe,
   keepRecentProblems,
   logUtterances,
   noOpsEvents,
@@ -33,12 +34,11 @@ import {
   observeBudgetStore,
   observeGateway,
   observeGenerate,
-  sqliteProbe,
   startOpsServer,
 } from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
-import { createSqliteSettingsStore, openSqlite } from './storage/sqlite.ts';
-import { createSqliteVoiceStateStore } from './storage/voice-state.ts';
+import { createSettingsStore, openDatabase } from './storage/index.ts';
+import { createVoiceStateStore } from './storage/voice-state.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
 import { createJoinQueue } from './voice/join-queue.ts';
 import { VoiceManager } from './voice/manager.ts';
@@ -102,14 +102,14 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const watch = createVoiceWatch(events);
   logger.debug('voice dependencies', { report: generateDependencyReport() });
 
-  const db = openSqlite(config.databasePath);
-  const settings = createSqliteSettingsStore(db);
-  // Auto-read keeps its tables in the same database; settings.close() closes it for both.
-  const autoread = createSqliteAutoReadStore(db);
-  const budgetStore = observeBudgetStore(createSqliteBudgetStore(db), events);
-  const voiceState = createSqliteVoiceStateStore(db);
-  const cacheStore = createSqliteCacheStore(db);
-  const members = createSqliteMemberStore(db);
+  // One database for every store: a SQLite file, or PostgreSQL shared with Herald's other processes.
+  const db = openDatabase(config.database);
+  const settings = await createSettingsStore(db);
+  const autoread = await createAutoReadStore(db);
+  const budgetStore = observeBudgetStore(await createBudgetStore(db), events);
+  const voiceState = await createVoiceStateStore(db);
+  const cacheStore = await createCacheStore(db);
+  const members = await createMemberStore(db);
   const tts = createTtsClient({
     ...config.tts,
     logger: logger.child({ component: 'tts' }),
@@ -117,7 +117,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     ...(options.ttsTimeouts ? { timeouts: options.ttsTimeouts } : {}),
   });
   const budgetLogger = logger.child({ component: 'budget' });
-  const budget = createBudgetGuard({
+  const budget = await createBudgetGuard({
     store: budgetStore,
     floorUsd: config.budget.floorUsd,
     warnUsd: config.budget.warnUsd,
@@ -331,7 +331,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
           state: opsState,
           probes: {
             gatewayConnected: () => gateway.connected(),
-            database: sqliteProbe(db, config.databasePath),
+            database: databaseProbe(db, config.database),
             tts: (signal) => tts.listSpeakers({ signal }),
             budget: () => budget.status(),
           },
@@ -361,7 +361,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       voice.destroyAll();
       await client.destroy();
       await tts.close();
-      settings.close();
+      await db.close();
     },
   };
 }

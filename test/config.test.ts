@@ -18,7 +18,7 @@ describe('parseConfig', () => {
       value: {
         discord: { token: TOKEN, applicationId: '123456789012345678', restUrl: undefined },
         tts: { baseUrl: 'https://tts.example/gateway/v1', form: 'current', defaultSpeaker: undefined },
-        databasePath: './data/herald.sqlite',
+        database: { kind: 'sqlite', path: './data/herald.sqlite' },
         logLevel: 'info',
         idleTimeoutMs: 300_000,
       },
@@ -40,7 +40,7 @@ describe('parseConfig', () => {
       value: {
         discord: { restUrl: 'http://127.0.0.1:9/api' },
         tts: { form: 'variant', defaultSpeaker: 'Ada' },
-        databasePath: '/var/lib/herald/db.sqlite',
+        database: { kind: 'sqlite', path: '/var/lib/herald/db.sqlite' },
         logLevel: 'debug',
         idleTimeoutMs: 60_000,
       },
@@ -52,7 +52,7 @@ describe('parseConfig', () => {
       DISCORD_APPLICATION_ID: 'abc',
       DISCORD_REST_URL: 'ftp://x',
       TTS_API_KEY: 'not-a-key-but-a-secret-value',
-      DATABASE_URL: 'postgres://db/herald',
+      DATABASE_URL: 'mysql://db/herald',
       LOG_LEVEL: 'loud',
       IDLE_TIMEOUT_SECONDS: 'soon',
     });
@@ -74,6 +74,28 @@ describe('parseConfig', () => {
       ).toBe(true);
     }
     expect(problems.join('\n')).not.toContain('not-a-key-but-a-secret-value');
+  });
+
+  it.each([
+    ['postgres://herald:s3cret@db.internal:5432/herald', undefined, 10],
+    ['postgresql://herald@db/herald', '3', 3],
+  ])('reads %s as PostgreSQL with a pool (DATABASE_POOL_SIZE %s)', (url, pool, poolSize) => {
+    const result = parseConfig({
+      ...valid,
+      DATABASE_URL: url,
+      ...(pool === undefined ? {} : { DATABASE_POOL_SIZE: pool }),
+    });
+    expect(result.ok && result.value.database).toEqual({ kind: 'postgres', url, poolSize });
+  });
+
+  it('refuses a bad pool size and keeps the database password out of problems and logs', () => {
+    const url = 'postgres://herald:s3cret-pw@db/herald';
+    const result = parseConfig({ ...valid, DATABASE_URL: url, DATABASE_POOL_SIZE: '0' });
+    expect(result.ok).toBe(false);
+    const problems = result.ok ? [] : result.problems;
+    expect(problems).toEqual(['DATABASE_POOL_SIZE must be a whole number from 1 to 100.']);
+    const good = parseConfig({ ...valid, DATABASE_URL: url });
+    expect(good.ok && secretsOf(good.value)).toContain('s3cret-pw');
   });
 
   it('never echoes a malformed token', () => {

@@ -1,5 +1,4 @@
-import type { DatabaseSync } from 'node:sqlite';
-import { migrate } from '../storage/sqlite.ts';
+import type { Database } from '../storage/database.ts';
 
 /**
  * Auto-read settings: which text channels a server has Herald read aloud, how, and which members opted out.
@@ -98,8 +97,9 @@ export interface AutoReadStore {
  * Append only: a released migration is never edited. Setting columns are nullable, NULL meaning "the default",
  * so a changed default reaches every server that never chose otherwise.
  */
-export const AUTOREAD_MIGRATIONS: readonly string[] = [
-  `CREATE TABLE autoread_settings (
+export const AUTOREAD_MIGRATIONS = {
+  sqlite: [
+    `CREATE TABLE autoread_settings (
      guild_id TEXT PRIMARY KEY,
      read_voice_chat INTEGER,
      only_same_voice INTEGER,
@@ -125,8 +125,38 @@ export const AUTOREAD_MIGRATIONS: readonly string[] = [
      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
      PRIMARY KEY (guild_id, user_id)
    );`,
-  'ALTER TABLE autoread_settings ADD COLUMN auto_join INTEGER;',
-];
+    'ALTER TABLE autoread_settings ADD COLUMN auto_join INTEGER;',
+  ],
+  postgres: [
+    `CREATE TABLE autoread_settings (
+     guild_id TEXT PRIMARY KEY,
+     read_voice_chat INTEGER,
+     only_same_voice INTEGER,
+     ignore_bots INTEGER,
+     prefix TEXT,
+     skip_silent INTEGER,
+     announce_author INTEGER,
+     author_window_seconds INTEGER,
+     max_chars INTEGER,
+     emoji TEXT,
+     link_domains INTEGER,
+     updated_at TEXT NOT NULL
+   );
+   CREATE TABLE autoread_channels (
+     guild_id TEXT NOT NULL,
+     channel_id TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     PRIMARY KEY (guild_id, channel_id)
+   );
+   CREATE TABLE autoread_opt_outs (
+     guild_id TEXT NOT NULL,
+     user_id TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     PRIMARY KEY (guild_id, user_id)
+   );`,
+    'ALTER TABLE autoread_settings ADD COLUMN auto_join INTEGER;',
+  ],
+};
 
 type Row = Record<(typeof COLUMNS)[number], string | number | null>;
 
@@ -145,68 +175,77 @@ const COLUMNS = [
 ] as const;
 
 /**
- * An {@link AutoReadStore} on a database from `openSqlite`, sharing it with the other stores; whoever opened the
- * database closes it.
+ * An {@link AutoReadStore} on an open database (SQLite or PostgreSQL), sharing it with the other stores; whoever
+ * opened the database closes it. Applies the auto-read migrations first.
  */
-export function createSqliteAutoReadStore(db: DatabaseSync): AutoReadStore {
-  migrate(db, 'autoread', AUTOREAD_MIGRATIONS);
-  const selectSettings = db.prepare(`SELECT ${COLUMNS.join(', ')} FROM autoread_settings WHERE guild_id = ?`);
-  const upsertSettings = db.prepare(
-    `INSERT INTO autoread_settings (guild_id, ${COLUMNS.join(', ')}) VALUES (?, ${COLUMNS.map(() => '?').join(', ')})
-     ON CONFLICT (guild_id) DO UPDATE SET ${COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')},
-       updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`,
-  );
-  const selectChannels = db.prepare(
-    'SELECT channel_id FROM autoread_channels WHERE guild_id = ? ORDER BY created_at, channel_id',
-  );
-  const insertChannel = db.prepare(
-    'INSERT INTO autoread_channels (guild_id, channel_id) VALUES (?, ?) ON CONFLICT DO NOTHING',
-  );
-  const deleteChannel = db.prepare('DELETE FROM autoread_channels WHERE guild_id = ? AND channel_id = ?');
-  const selectOptOut = db.prepare(
-    'SELECT 1 AS yes FROM autoread_opt_outs WHERE guild_id = ? AND user_id = ?',
-  );
-  const insertOptOut = db.prepare(
-    'INSERT INTO autoread_opt_outs (guild_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING',
-  );
-  const deleteOptOut = db.prepare('DELETE FROM autoread_opt_outs WHERE guild_id = ? AND user_id = ?');
+export async function createAutoReadStore(db: Database): Promise<AutoReadStore> {
+  await db.migrate('autoread', AUTOREAD_MIGRATIONS);
+  const stamp = (): string => new Date().toISOString();
+  const channels = async (guildId: string): Promise<string[]> =>
+    (
+      await db.all<{ channel_id: string }>(
+        'SELECT channel_id FROM autoread_channels WHERE guild_id = $1 ORDER BY created_at, channel_id',
+        [guildId],
+      )
+    ).map((r) => r.channel_id);
+  const selectRow = (guildId: string): Promise<Row | undefined> =>
+    db.get<Row>(`SELECT ${COLUMNS.join(', ')} FROM autoread_settings WHERE guild_id = $1`, [guildId]);
 
-  const read = (guildId: string): AutoReadSettings => {
-    const row = selectSettings.get(guildId) as Row | undefined;
-    const channelIds = (selectChannels.all(guildId) as { channel_id: string }[]).map((r) => r.channel_id);
-    return { ...fromRow(guildId, row), channelIds };
+  const read = async (guildId: string): Promise<AutoReadSettings> => {
+    const row = await selectRow(guildId);
+    return { ...fromRow(guildId, row), channelIds: await channels(guildId) };
   };
 
   return {
-    async settings(guildId) {
-      return read(guildId);
-    },
+    settings: read,
     async update(guildId, patch) {
       validate(patch);
-      const current = (selectSettings.get(guildId) as Row | undefined) ?? emptyRow();
+      const current = (await selectRow(guildId)) ?? emptyRow();
       const next = { ...current, ...toRow(patch) };
-      upsertSettings.run(guildId, ...COLUMNS.map((column) => next[column]));
+      const values = COLUMNS.map((_, i) => `$${i + 2}`).join(', ');
+      await db.run(
+        `INSERT INTO autoread_settings (guild_id, ${COLUMNS.join(', ')}, updated_at)
+         VALUES ($1, ${values}, $${COLUMNS.length + 2})
+         ON CONFLICT (guild_id) DO UPDATE SET ${COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')},
+           updated_at = excluded.updated_at`,
+        [guildId, ...COLUMNS.map((column) => next[column]), stamp()],
+      );
       return read(guildId);
     },
     async bindChannel(guildId, channelId, bound) {
       if (!bound) {
-        return deleteChannel.run(guildId, channelId).changes > 0
-          ? { kind: 'unbound' }
-          : { kind: 'unchanged' };
+        const removed = await db.run(
+          'DELETE FROM autoread_channels WHERE guild_id = $1 AND channel_id = $2',
+          [guildId, channelId],
+        );
+        return removed > 0 ? { kind: 'unbound' } : { kind: 'unchanged' };
       }
-      const existing = (selectChannels.all(guildId) as { channel_id: string }[]).map((r) => r.channel_id);
+      const existing = await channels(guildId);
       if (existing.includes(channelId)) return { kind: 'unchanged' };
       const limit = AUTOREAD_LIMITS.boundChannels;
       if (existing.length >= limit) return { kind: 'too-many', limit };
-      insertChannel.run(guildId, channelId);
+      await db.run(
+        'INSERT INTO autoread_channels (guild_id, channel_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+        [guildId, channelId, stamp()],
+      );
       return { kind: 'bound' };
     },
     async optedOut(guildId, userId) {
-      return selectOptOut.get(guildId, userId) !== undefined;
+      const row = await db.get(
+        'SELECT 1 AS yes FROM autoread_opt_outs WHERE guild_id = $1 AND user_id = $2',
+        [guildId, userId],
+      );
+      return row !== undefined;
     },
     async setOptedOut(guildId, userId, optedOut) {
-      if (optedOut) insertOptOut.run(guildId, userId);
-      else deleteOptOut.run(guildId, userId);
+      if (optedOut) {
+        await db.run(
+          'INSERT INTO autoread_opt_outs (guild_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+          [guildId, userId, stamp()],
+        );
+      } else {
+        await db.run('DELETE FROM autoread_opt_outs WHERE guild_id = $1 AND user_id = $2', [guildId, userId]);
+      }
     },
   };
 }

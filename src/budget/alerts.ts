@@ -18,9 +18,9 @@ export interface BudgetAlerterOptions {
  * configured, otherwise to every server's alert channel, otherwise only to the log (the guard logs every alert).
  */
 export function createBudgetAlerter(options: BudgetAlerterOptions): (alert: BudgetAlert) => void {
-  return (alert) => {
+  const post = async (alert: BudgetAlert): Promise<void> => {
     const targets =
-      options.alertChannelId === undefined ? options.store.alertChannels() : [options.alertChannelId];
+      options.alertChannelId === undefined ? await options.store.alertChannels() : [options.alertChannelId];
     const content = describeAlert(alert);
     for (const channelId of targets) {
       options
@@ -29,6 +29,11 @@ export function createBudgetAlerter(options: BudgetAlerterOptions): (alert: Budg
           options.logger.warn('could not post a budget alert', { channel: channelId, err: error }),
         );
     }
+  };
+  return (alert) => {
+    post(alert).catch((error: unknown) =>
+      options.logger.warn('could not find where to post a budget alert', { err: error }),
+    );
   };
 }
 

@@ -4,9 +4,11 @@ import { TtsAbortedError, TtsInsufficientBalanceError } from '../tts/index.ts';
 import {
   type AccountState,
   type BlockReason,
+  type BudgetReads,
   type BudgetStore,
   type DailySpend,
   type GuildBudgetSettings,
+  type StoredReservation,
   utcDay,
 } from './store.ts';
 
@@ -149,6 +151,17 @@ export interface BudgetGuardOptions {
   readonly memberCharsPerMinute: number;
   /** Clock in ms since the epoch; `Date.now` by default. */
   readonly now?: () => number;
+  /**
+   * How long a reservation holds money before it is taken to belong to a process that died (default 5 min, well
+   * beyond the TTS client's connect and first-byte timeouts with their retries). It is then released; a late
+   * settlement is still recorded, once.
+   */
+  readonly reservationTtlMs?: number;
+  /**
+   * While learning the balance (one generation at a time), how often a waiting request looks again for another
+   * process's settlement (default 250 ms); settlements in this process wake it at once.
+   */
+  readonly learningPollMs?: number;
   readonly logger: Logger;
   /** Told of warnings, blocks and resumptions; must not throw (it is called synchronously). */
   readonly onAlert?: (alert: BudgetAlert) => void;
@@ -160,9 +173,12 @@ export interface BudgetGuard {
    * Would this request be allowed now, on top of what is already queued and not yet reserved? Reserves nothing:
    * for refusing a `/speak` at once rather than after it waited in the queue.
    */
-  check(request: BudgetRequest, queued?: QueuedCharacters): { readonly kind: 'ok' } | BudgetRefusal;
-  /** Synchronous, so concurrent callers see each other's reservations. */
-  reserve(request: BudgetRequest): ReserveOutcome;
+  check(request: BudgetRequest, queued?: QueuedCharacters): Promise<{ readonly kind: 'ok' } | BudgetRefusal>;
+  /**
+   * Checks and reserves in one database transaction holding the budget's lock, so concurrent callers, in this
+   * process or any other sharing the database, see each other's reservations.
+   */
+  reserve(request: BudgetRequest): Promise<ReserveOutcome>;
   /**
    * {@link reserve}, waiting while the price or balance is being learned (one generation at a time until then).
    * @throws TtsAbortedError when `signal` aborts while waiting.
@@ -175,21 +191,25 @@ export interface BudgetGuard {
    * Records what the generation cost (ledger row and account state, durably) and frees the reservation. Returns
    * the ledger row's id (for {@link markWasted}); undefined when the reservation was already settled.
    */
-  settle(reservation: Reservation, settlement: Settlement): number | undefined;
-  /** Records in the ledger that a settled generation's audio was never heard, and why. */
-  markWasted(ledgerId: number, reason: string): void;
+  settle(reservation: Reservation, settlement: Settlement): Promise<number | undefined>;
+  /** Records in the ledger that a settled generation's audio was never heard, and why; never rejects (logs). */
+  markWasted(ledgerId: number, reason: string): Promise<void>;
   /** Frees the reservation of a failed generation; a {@link TtsInsufficientBalanceError} blocks at once. */
-  release(reservation: Reservation, error: unknown): void;
-  status(): BudgetStatus;
-  /** What `characters` would cost at the current (learned, configured or assumed) price. */
+  release(reservation: Reservation, error: unknown): Promise<void>;
+  /** The account as the database has it now, with every process's reservations. */
+  status(): Promise<BudgetStatus>;
+  /**
+   * What `characters` would cost at the current (learned, configured or assumed) price, as this process last read
+   * it from the database (at most one decision old).
+   */
   estimateUsd(characters: number): number;
   /** The server's spend on the current UTC day, per member. */
-  spendToday(guildId: string): DailySpend;
-  guildSettings(guildId: string): GuildBudgetSettings;
+  spendToday(guildId: string): Promise<DailySpend>;
+  guildSettings(guildId: string): Promise<GuildBudgetSettings>;
   /** Sets (or with null clears) the server's daily cap. */
-  setDailyCap(guildId: string, usd: number | null): void;
+  setDailyCap(guildId: string, usd: number | null): Promise<void>;
   /** Sets (or with null clears) where this server's budget alerts go. */
-  setAlertChannel(guildId: string, channelId: string | null): void;
+  setAlertChannel(guildId: string, channelId: string | null): Promise<void>;
   /**
    * Makes the probe's paid call, whatever the state, and trusts the balance it reports; resumes when that is above
    * the floor. The probe is recorded in the ledger under `by`.
@@ -230,15 +250,6 @@ const DAY_MS = 86_400_000;
 const toNanos = (usd: number): number => Math.round(usd * 1e9);
 const fromNanos = (nanos: number): number => nanos / 1e9;
 
-interface OpenReservation {
-  readonly reservation: Reservation;
-  readonly estimateNanos: number;
-  /** False when the price was unknown at reservation time, so the estimate means nothing. */
-  readonly priced: boolean;
-  /** True once another generation was in flight alongside this one: its reported balance may be stale. */
-  overlapped: boolean;
-}
-
 /** Half the service's apparent rounding unit of a cost (it reports whole micro-dollars). */
 const COST_ROUNDING_USD = 0.5e-6;
 
@@ -256,27 +267,38 @@ export function learnPrice(state: AccountState, costUsd: number, characters: num
   return { ...state, pricePerCharUsd: observed, priceCharacters: characters };
 }
 
-/** Creates the budget guard over a store; the account state is read from it once, then kept in step. */
-export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
+const DEFAULT_RESERVATION_TTL_MS = 5 * MINUTE_MS;
+const DEFAULT_LEARNING_POLL_MS = 250;
+
+/**
+ * Creates the budget guard over a store. Every decision reads the account and every process's reservations from
+ * the database inside one locked transaction, so several processes (shards, machines) share one budget: the
+ * floor, the daily caps, the member rate limits, a stop after a 402 and its resumption are seen by all of them at
+ * the next decision. Applies the floor and warning levels to the stored state first.
+ */
+export async function createBudgetGuard(options: BudgetGuardOptions): Promise<BudgetGuard> {
   const { store, floorUsd, warnUsd, memberCharsPerMinute } = options;
   const now = options.now ?? Date.now;
   const logger = options.logger;
+  const ttlMs = options.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS;
+  const pollMs = options.learningPollMs ?? DEFAULT_LEARNING_POLL_MS;
   const floorNanos = toNanos(floorUsd);
-  const open = new Map<number, OpenReservation>();
   let waiters: (() => void)[] = [];
-  let nextId = 1;
-  const pendingAlerts: BudgetAlert[] = [];
-  let account: AccountState = store.account();
+  // The last account state this process read: only for estimates outside a decision (`estimateUsd`).
+  let lastSeen: AccountState = await store.account();
 
-  const price = (): number =>
+  const priceOf = (account: AccountState): number =>
     account.pricePerCharUsd ?? options.pricePerCharUsd ?? ASSUMED_PRICE_PER_CHAR_USD;
-  const estimateNanos = (characters: number): number => Math.round(price() * characters * 1e9);
-  const reservedNanos = (keep: (reservation: Reservation) => boolean = () => true): number =>
-    [...open.values()].reduce((sum, o) => sum + (keep(o.reservation) ? o.estimateNanos : 0), 0);
+  const estimateWith = (account: AccountState, characters: number): number =>
+    Math.round(priceOf(account) * characters * 1e9);
+  const sumNanos = (
+    open: readonly StoredReservation[],
+    keep: (r: StoredReservation) => boolean = () => true,
+  ) => open.reduce((sum, r) => sum + (keep(r) ? r.estimateNanos : 0), 0);
   // Before the first balance is seen, reservations have nothing to be checked against, so concurrency could
   // overshoot the floor: one generation at a time until a response reports it. With a floor of 0 the service's
   // own refusal (402) is the floor, and nothing needs to wait.
-  const learning = (): boolean => account.balanceUsd === null && floorNanos > 0;
+  const learning = (account: AccountState): boolean => account.balanceUsd === null && floorNanos > 0;
 
   const alert = (event: BudgetAlert): void => {
     if (event.kind === 'resumed') logger.info('budget resumed', { ...event });
@@ -294,7 +316,15 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     for (const resume of woken) resume();
   };
 
-  const evaluate = (request: BudgetRequest, queued?: QueuedCharacters): BudgetRefusal | undefined => {
+  /** The refusal for `request`, on figures read in the same transaction (or a plain read, for `check`). */
+  const evaluate = async (
+    reader: BudgetReads,
+    account: AccountState,
+    open: readonly StoredReservation[],
+    request: BudgetRequest,
+    at: number,
+    queued?: QueuedCharacters,
+  ): Promise<BudgetRefusal | undefined> => {
     if (account.blockedSince !== null) {
       return {
         kind: 'blocked',
@@ -304,9 +334,9 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
         floorUsd,
       };
     }
-    const estimate = estimateNanos(request.characters);
+    const estimate = estimateWith(account, request.characters);
     if (account.balanceUsd !== null) {
-      const reserved = reservedNanos() + estimateNanos(queued?.all ?? 0);
+      const reserved = sumNanos(open) + estimateWith(account, queued?.all ?? 0);
       if (toNanos(account.balanceUsd) - reserved - estimate < floorNanos) {
         return {
           kind: 'would-cross-floor',
@@ -317,13 +347,12 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
         };
       }
     }
-    const at = now();
-    const { dailyCapUsd } = store.guildSettings(request.guildId);
+    const { dailyCapUsd } = await reader.guildSettings(request.guildId);
     if (dailyCapUsd !== null) {
       const spent =
-        toNanos(store.spendOn(request.guildId, utcDay(at)).usd) +
-        reservedNanos((r) => r.guildId === request.guildId) +
-        estimateNanos(queued?.guild ?? 0);
+        toNanos((await reader.spendOn(request.guildId, utcDay(at))).usd) +
+        sumNanos(open, (r) => r.guildId === request.guildId) +
+        estimateWith(account, queued?.guild ?? 0);
       if (spent + estimate > toNanos(dailyCapUsd)) {
         return {
           kind: 'daily-cap',
@@ -335,11 +364,8 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
         };
       }
     }
-    const recent = store.userCharactersSince(request.userId, at - MINUTE_MS);
-    const inFlight = [...open.values()].reduce(
-      (sum, o) => sum + (o.reservation.userId === request.userId ? o.reservation.characters : 0),
-      0,
-    );
+    const recent = await reader.userCharactersSince(request.userId, at - MINUTE_MS);
+    const inFlight = open.reduce((sum, r) => sum + (r.userId === request.userId ? r.characters : 0), 0);
     const used = recent.reduce((sum, row) => sum + row.characters, 0) + inFlight + (queued?.member ?? 0);
     if (used + request.characters > memberCharsPerMinute) {
       return {
@@ -348,7 +374,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
         usedCharacters: used,
         characters: request.characters,
         limitPerMinute: memberCharsPerMinute,
-        retryAfterMs: retryAfter(recent, used + request.characters - memberCharsPerMinute, at),
+        retryAfterMs: retryAfter(recent, open.length, used + request.characters - memberCharsPerMinute, at),
       };
     }
     return undefined;
@@ -357,11 +383,12 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
   /** When enough of the window's oldest rows have aged out to free `excess` characters. */
   const retryAfter = (
     recent: readonly { at: number; characters: number }[],
+    inFlight: number,
     excess: number,
     at: number,
   ): number | undefined => {
     // Characters beyond the limit by themselves can never fit, however long the member waits.
-    if (excess > 0 && recent.length === 0 && open.size === 0) return undefined;
+    if (excess > 0 && recent.length === 0 && inFlight === 0) return undefined;
     let freed = 0;
     for (const row of recent) {
       freed += row.characters;
@@ -371,26 +398,14 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     return MINUTE_MS;
   };
 
-  const openReservation = (request: BudgetRequest, kind: Reservation['kind']): Reservation => {
-    const estimate = estimateNanos(request.characters);
-    const reservation: Reservation = {
-      id: nextId++,
-      kind,
-      guildId: request.guildId,
-      userId: request.userId,
-      characters: request.characters,
-      estimateUsd: fromNanos(estimate),
-    };
-    const overlapped = open.size > 0;
-    for (const other of open.values()) other.overlapped = true;
-    open.set(reservation.id, {
-      reservation,
-      estimateNanos: estimate,
-      priced: true,
-      overlapped,
-    });
-    return reservation;
-  };
+  const toReservation = (stored: StoredReservation): Reservation => ({
+    id: stored.id,
+    kind: stored.kind,
+    guildId: stored.guildId,
+    userId: stored.userId,
+    characters: stored.characters,
+    estimateUsd: fromNanos(stored.estimateNanos),
+  });
 
   /** Applies the floor and warning rules to a state whose balance may have changed. */
   const withTransitions = (
@@ -402,7 +417,7 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     const balance = state.balanceUsd;
     let next = state;
     // Blocked when even a one-character request would cross the floor.
-    const cheapest = toNanos(next.pricePerCharUsd ?? options.pricePerCharUsd ?? ASSUMED_PRICE_PER_CHAR_USD);
+    const cheapest = toNanos(priceOf(next));
     if (next.blockedSince === null && toNanos(balance) - cheapest < floorNanos) {
       next = { ...next, blockedSince: at, blockedReason: 'floor-reached' };
       alerts.push({ kind: 'blocked', reason: 'floor-reached', balanceUsd: balance, floorUsd });
@@ -419,105 +434,150 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     return { state: next, alerts };
   };
 
-  const take = (reservation: Reservation): OpenReservation | undefined => {
-    const entry = open.get(reservation.id);
-    if (!entry) {
-      logger.warn('budget reservation settled or released twice', { reservation: reservation.id });
-      return undefined;
+  const settle = async (reservation: Reservation, settlement: Settlement): Promise<number | undefined> => {
+    try {
+      const decided = await store.locked(async (tx) => {
+        const at = now();
+        const taken = await tx.takeReservation(reservation.id);
+        if (!taken) {
+          // Expired (its money was released, as for a dead process) or already settled: the ledger's unique
+          // reservation id keeps a second settlement out, and an expired one is still recorded, once.
+          logger.warn('budget reservation settled after it expired or twice', {
+            reservation: reservation.id,
+          });
+        }
+        const estimateNanos = taken?.estimateNanos ?? toNanos(reservation.estimateUsd);
+        // A reservation that expired may have overlapped anything: its reported balance is not trusted upwards.
+        const overlapped = taken?.overlapped ?? true;
+        const account = await tx.account();
+        const extra: BudgetAlert[] = [];
+        let next = account;
+        const { costUsd, balanceUsd } = settlement;
+        if (costUsd !== undefined && reservation.characters > 0)
+          next = learnPrice(next, costUsd, reservation.characters);
+        if (balanceUsd !== undefined) {
+          const known = next.balanceUsd;
+          // The balance only falls between top-ups: a higher figure from a generation that overlapped others
+          // may predate their charges, so it is not trusted. A probe's figure is the way a top-up is learned.
+          const trusted =
+            known === null || balanceUsd <= known || reservation.kind === 'probe' || !overlapped;
+          if (trusted) next = { ...next, balanceUsd, balanceSeenAt: at };
+          else logger.debug('ignored a stale higher balance', { reported: balanceUsd, known });
+        } else if (next.balanceUsd !== null) {
+          // Fail closed: no balance reported means the last known one, less what this generation cost (or was
+          // estimated to), never "unknown, so fine".
+          const spent = costUsd === undefined ? estimateNanos : toNanos(costUsd);
+          next = { ...next, balanceUsd: fromNanos(toNanos(next.balanceUsd) - spent) };
+          logger.warn('the TTS response carried no balance; deducted its cost from the last known one', {
+            requestId: settlement.requestId,
+          });
+        } else if (floorNanos > 0 && next.blockedSince === null) {
+          // A floor that can never be checked is no floor: stop, and say why.
+          next = { ...next, blockedSince: at, blockedReason: 'balance-unknown' };
+          extra.push({ kind: 'blocked', reason: 'balance-unknown', balanceUsd: undefined, floorUsd });
+        }
+        const { state, alerts } = withTransitions(next, at);
+        const ledgerId = await tx.recordGeneration(
+          {
+            kind: reservation.kind,
+            guildId: reservation.guildId,
+            userId: reservation.userId,
+            characters: reservation.characters,
+            costUsd: costUsd ?? null,
+            estimatedCostUsd: reservation.estimateUsd,
+            balanceAfterUsd: balanceUsd ?? null,
+            requestId: settlement.requestId ?? null,
+            at,
+          },
+          reservation.id,
+        );
+        if (ledgerId === undefined) return { ledgerId, state: account, alerts: [] };
+        await tx.saveAccount(state);
+        return { ledgerId, state, alerts: [...extra, ...alerts] };
+      });
+      lastSeen = decided.state;
+      for (const event of decided.alerts) alert(event);
+      return decided.ledgerId;
+    } finally {
+      wake();
     }
-    open.delete(reservation.id);
-    return entry;
   };
 
-  const settle = (reservation: Reservation, settlement: Settlement): number | undefined => {
-    const entry = take(reservation);
-    if (!entry) return undefined;
+  const release = async (reservation: Reservation, error: unknown): Promise<void> => {
     try {
+      const decided = await store.locked(async (tx) => {
+        const taken = await tx.takeReservation(reservation.id);
+        if (!taken) {
+          logger.warn('budget reservation released after it expired or twice', {
+            reservation: reservation.id,
+          });
+        }
+        const account = await tx.account();
+        if (!(error instanceof TtsInsufficientBalanceError)) return { state: account, alert: undefined };
+        const balanceUsd = error.balanceUsd ?? account.balanceUsd ?? undefined;
+        const at = now();
+        const next: AccountState = {
+          ...account,
+          ...(error.balanceUsd === undefined ? {} : { balanceUsd: error.balanceUsd, balanceSeenAt: at }),
+          ...(account.blockedSince === null
+            ? { blockedSince: at, blockedReason: 'service-refused' as const }
+            : {}),
+        };
+        await tx.saveAccount(next);
+        const wasBlocked = account.blockedSince !== null;
+        return {
+          state: next,
+          alert: wasBlocked
+            ? undefined
+            : ({ kind: 'blocked', reason: 'service-refused', balanceUsd, floorUsd } as const),
+        };
+      });
+      lastSeen = decided.state;
+      if (decided.alert) alert(decided.alert);
+    } finally {
+      wake();
+    }
+  };
+
+  const open = (request: BudgetRequest, kind: Reservation['kind']) =>
+    store.locked(async (tx) => {
       const at = now();
-      let next = account;
-      const { costUsd, balanceUsd } = settlement;
-      if (costUsd !== undefined && reservation.characters > 0)
-        next = learnPrice(next, costUsd, reservation.characters);
-      if (balanceUsd !== undefined) {
-        const known = next.balanceUsd;
-        // The balance only falls between top-ups: a higher figure from a generation that overlapped others
-        // may predate their charges, so it is not trusted. A probe's figure is the way a top-up is learned.
-        const trusted =
-          known === null || balanceUsd <= known || reservation.kind === 'probe' || !entry.overlapped;
-        if (trusted) next = { ...next, balanceUsd, balanceSeenAt: at };
-        else logger.debug('ignored a stale higher balance', { reported: balanceUsd, known });
-      } else if (next.balanceUsd !== null) {
-        // Fail closed: no balance reported means the last known one, less what this generation cost (or was
-        // estimated to), never "unknown, so fine".
-        const spent = costUsd === undefined ? entry.estimateNanos : toNanos(costUsd);
-        next = { ...next, balanceUsd: fromNanos(toNanos(next.balanceUsd) - spent) };
-        logger.warn('the TTS response carried no balance; deducted its cost from the last known one', {
-          requestId: settlement.requestId,
-        });
-      } else if (floorNanos > 0 && next.blockedSince === null) {
-        // A floor that can never be checked is no floor: stop, and say why.
-        next = { ...next, blockedSince: at, blockedReason: 'balance-unknown' };
-        pendingAlerts.push({ kind: 'blocked', reason: 'balance-unknown', balanceUsd: undefined, floorUsd });
+      // Reservations of a process that died stop holding money once they expire.
+      const dropped = await tx.dropExpired(at);
+      if (dropped > 0) logger.warn('released budget reservations that outlived their process', { dropped });
+      const account = await tx.account();
+      lastSeen = account;
+      const reservations = await tx.reservations(at);
+      if (kind === 'speech') {
+        const refusal = await evaluate(tx, account, reservations, request, at);
+        if (refusal) return refusal;
+        if (reservations.length > 0 && learning(account)) return { kind: 'learning' } as const;
       }
-      const { state, alerts } = withTransitions(next, at);
-      const ledgerId = store.recordGeneration(
-        {
-          kind: reservation.kind,
-          guildId: reservation.guildId,
-          userId: reservation.userId,
-          characters: reservation.characters,
-          costUsd: costUsd ?? null,
-          estimatedCostUsd: reservation.estimateUsd,
-          balanceAfterUsd: balanceUsd ?? null,
-          requestId: settlement.requestId ?? null,
-          at,
-        },
-        state,
-      );
-      account = state;
-      for (const event of [...pendingAlerts.splice(0), ...alerts]) alert(event);
-      return ledgerId;
-    } finally {
-      wake();
-    }
-  };
+      const stored = await tx.addReservation({
+        kind,
+        guildId: request.guildId,
+        userId: request.userId,
+        characters: request.characters,
+        estimateNanos: estimateWith(account, request.characters),
+        createdAt: at,
+        expiresAt: at + ttlMs,
+      });
+      return { kind: 'reserved', reservation: toReservation(stored) } as const;
+    });
 
-  const release = (reservation: Reservation, error: unknown): void => {
-    if (!take(reservation)) return;
-    try {
-      if (!(error instanceof TtsInsufficientBalanceError)) return;
-      const balanceUsd = error.balanceUsd ?? account.balanceUsd ?? undefined;
-      const at = now();
-      const next: AccountState = {
-        ...account,
-        ...(error.balanceUsd === undefined ? {} : { balanceUsd: error.balanceUsd, balanceSeenAt: at }),
-        ...(account.blockedSince === null
-          ? { blockedSince: at, blockedReason: 'service-refused' as const }
-          : {}),
-      };
-      store.saveAccount(next);
-      const wasBlocked = account.blockedSince !== null;
-      account = next;
-      if (!wasBlocked) alert({ kind: 'blocked', reason: 'service-refused', balanceUsd, floorUsd });
-    } finally {
-      wake();
-    }
-  };
-
-  const reserve = (request: BudgetRequest): ReserveOutcome => {
-    const refusal = evaluate(request);
-    if (refusal) return refusal;
-    if (open.size > 0 && learning()) return { kind: 'learning' };
-    return { kind: 'reserved', reservation: openReservation(request, 'speech') };
-  };
+  const reserve = (request: BudgetRequest): Promise<ReserveOutcome> => open(request, 'speech');
 
   const nextWake = (signal: AbortSignal | undefined): Promise<void> =>
     new Promise((resolve, reject) => {
+      // Another process's settlement wakes nobody here: look again after a short poll as well.
+      const timer = setTimeout(() => resume(), pollMs);
       const onAbort = (): void => {
+        clearTimeout(timer);
         waiters = waiters.filter((waiter) => waiter !== resume);
         reject(new TtsAbortedError());
       };
       const resume = (): void => {
+        clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         resolve();
       };
@@ -526,39 +586,51 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
     });
 
   // The floor or warning level may have changed since the state was saved: apply them to it now.
-  const startup = withTransitions(account, now());
-  if (startup.state !== account) {
-    account = startup.state;
-    store.saveAccount(account);
-  }
+  const startup = await store.locked(async (tx) => {
+    const account = await tx.account();
+    const changed = withTransitions(account, now());
+    if (changed.state !== account) await tx.saveAccount(changed.state);
+    return changed;
+  });
+  lastSeen = startup.state;
   for (const event of startup.alerts) alert(event);
 
   return {
-    check(request, queued) {
-      return evaluate(request, queued) ?? { kind: 'ok' };
+    async check(request, queued) {
+      const at = now();
+      const account = await store.account();
+      lastSeen = account;
+      const refusal = await evaluate(store, account, await store.reservations(at), request, at, queued);
+      return refusal ?? { kind: 'ok' };
     },
     reserve,
     async acquire(request, signal) {
       for (;;) {
         if (signal?.aborted) throw new TtsAbortedError();
-        const outcome = reserve(request);
+        const outcome = await reserve(request);
         if (outcome.kind !== 'learning') return outcome;
         await nextWake(signal);
       }
     },
     settle,
-    markWasted(ledgerId, reason) {
-      store.markWasted(ledgerId, reason);
+    async markWasted(ledgerId, reason) {
+      try {
+        await store.markWasted(ledgerId, reason);
+      } catch (error) {
+        logger.error('could not mark a ledger row as wasted', { ledgerId, reason, err: error });
+      }
     },
     release,
-    status() {
-      const perChar = price();
+    async status() {
+      const account = await store.account();
+      lastSeen = account;
+      const reservations = await store.reservations(now());
       const figures = {
         balanceUsd: account.balanceUsd ?? undefined,
         balanceSeenAt: account.balanceSeenAt ?? undefined,
         floorUsd,
         warnUsd,
-        pricePerCharUsd: perChar,
+        pricePerCharUsd: priceOf(account),
         priceSource:
           account.pricePerCharUsd !== null
             ? ('learned' as const)
@@ -566,8 +638,8 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
               ? ('assumed' as const)
               : ('configured' as const),
         memberCharsPerMinute,
-        inFlight: open.size,
-        reservedUsd: fromNanos(reservedNanos()),
+        inFlight: reservations.length,
+        reservedUsd: fromNanos(sumNanos(reservations)),
       };
       return account.blockedSince === null
         ? { ...figures, status: 'active' }
@@ -579,45 +651,46 @@ export function createBudgetGuard(options: BudgetGuardOptions): BudgetGuard {
           };
     },
     estimateUsd(characters) {
-      return fromNanos(estimateNanos(characters));
+      return fromNanos(estimateWith(lastSeen, characters));
     },
-    spendToday(guildId) {
-      return store.spendOn(guildId, utcDay(now()));
-    },
-    guildSettings(guildId) {
-      return store.guildSettings(guildId);
-    },
-    setDailyCap(guildId, usd) {
-      store.setDailyCap(guildId, usd);
-    },
-    setAlertChannel(guildId, channelId) {
-      store.setAlertChannel(guildId, channelId);
-    },
+    spendToday: (guildId) => store.spendOn(guildId, utcDay(now())),
+    guildSettings: (guildId) => store.guildSettings(guildId),
+    setDailyCap: (guildId, usd) => store.setDailyCap(guildId, usd),
+    setAlertChannel: (guildId, channelId) => store.setAlertChannel(guildId, channelId),
     async recheck(probe, by) {
-      const reservation = openReservation({ guildId: by.guildId, userId: by.userId, characters: 1 }, 'probe');
+      const opened = await open({ guildId: by.guildId, userId: by.userId, characters: 1 }, 'probe');
+      if (opened.kind !== 'reserved') throw new Error('A probe reservation is never refused.');
+      const reservation = opened.reservation;
       let result: Awaited<ReturnType<BudgetProbe>>;
       try {
         result = await probe();
       } catch (error) {
-        release(reservation, error);
+        await release(reservation, error);
         if (error instanceof TtsInsufficientBalanceError) {
-          return { kind: 'still-blocked', balanceUsd: account.balanceUsd ?? undefined, floorUsd };
+          return { kind: 'still-blocked', balanceUsd: lastSeen.balanceUsd ?? undefined, floorUsd };
         }
         throw error;
       }
-      settle({ ...reservation, characters: result.characters }, result);
-      const balance = account.balanceUsd;
-      if (account.blockedSince === null)
-        return { kind: 'active', balanceUsd: balance ?? undefined, floorUsd };
-      const cheapest = toNanos(price());
-      if (result.balanceUsd === undefined || balance === null || toNanos(balance) - cheapest < floorNanos) {
-        return { kind: 'still-blocked', balanceUsd: balance ?? undefined, floorUsd };
+      await settle({ ...reservation, characters: result.characters }, result);
+      const outcome = await store.locked(async (tx): Promise<RecheckOutcome> => {
+        const account = await tx.account();
+        lastSeen = account;
+        const balance = account.balanceUsd;
+        if (account.blockedSince === null)
+          return { kind: 'active', balanceUsd: balance ?? undefined, floorUsd };
+        const cheapest = toNanos(priceOf(account));
+        if (result.balanceUsd === undefined || balance === null || toNanos(balance) - cheapest < floorNanos) {
+          return { kind: 'still-blocked', balanceUsd: balance ?? undefined, floorUsd };
+        }
+        lastSeen = { ...account, blockedSince: null, blockedReason: null };
+        await tx.saveAccount(lastSeen);
+        return { kind: 'resumed', balanceUsd: balance, floorUsd };
+      });
+      if (outcome.kind === 'resumed') {
+        alert(outcome);
+        wake();
       }
-      account = { ...account, blockedSince: null, blockedReason: null };
-      store.saveAccount(account);
-      alert({ kind: 'resumed', balanceUsd: balance, floorUsd });
-      wake();
-      return { kind: 'resumed', balanceUsd: balance, floorUsd };
+      return outcome;
     },
   };
 }

@@ -24,11 +24,14 @@ export function startBudgetRechecks(options: BudgetRecheckOptions): () => void {
   if (intervalMs <= 0) return () => {};
   let running = false;
   const tick = async (): Promise<void> => {
-    const status = guard.status();
-    if (status.status !== 'blocked' || running) return;
-    if (status.reason === 'floor-reached' && status.floorUsd > 0) return;
+    if (running) return;
     running = true;
     try {
+      // Every process sharing the database re-checks on its own timer; the stop and its end are in the database,
+      // so the first probe that sees a top-up resumes all of them.
+      const status = await guard.status();
+      if (status.status !== 'blocked') return;
+      if (status.reason === 'floor-reached' && status.floorUsd > 0) return;
       const outcome = await guard.recheck(probe, AUTOMATIC_RECHECK);
       logger.info('budget re-checked', { outcome: outcome.kind, balanceUsd: outcome.balanceUsd });
     } catch (error) {

@@ -1,11 +1,10 @@
-import type { DatabaseSync } from 'node:sqlite';
-import { migrate } from '../storage/sqlite.ts';
+import type { Database, Migrations, Queryable } from '../storage/database.ts';
 
 /**
- * The budget tables' migrations, applied by `migrate(db, 'budget', …)`. Append only: a released migration is
- * never edited. Times are milliseconds since the epoch; money is whole nano-dollars from version 2 on.
+ * The budget tables' SQLite migrations. Append only: a released migration is never edited. Times are milliseconds
+ * since the epoch; money is whole nano-dollars from version 2 on.
  */
-export const BUDGET_MIGRATIONS: readonly string[] = [
+const SQLITE_MIGRATIONS: readonly string[] = [
   `CREATE TABLE budget_account (
      id INTEGER PRIMARY KEY CHECK (id = 1),
      balance_usd REAL,
@@ -87,7 +86,73 @@ export const BUDGET_MIGRATIONS: readonly string[] = [
      SELECT guild_id, CAST(ROUND(daily_cap_usd * 1e9) AS INTEGER), alert_channel_id FROM budget_guild;
    DROP TABLE budget_guild;
    ALTER TABLE budget_guild_v2 RENAME TO budget_guild;`,
+  // Reservations are rows, shared by every process on the database, and a ledger row names the reservation it
+  // settled, so a settlement is recorded once however often it is retried.
+  `CREATE TABLE budget_reservations (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     kind TEXT NOT NULL,
+     guild_id TEXT NOT NULL,
+     user_id TEXT NOT NULL,
+     characters INTEGER NOT NULL,
+     estimate_nanos INTEGER NOT NULL,
+     overlapped INTEGER NOT NULL DEFAULT 0,
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER NOT NULL
+   );
+   ALTER TABLE budget_ledger ADD COLUMN reservation_id INTEGER;
+   CREATE UNIQUE INDEX budget_ledger_reservation ON budget_ledger (reservation_id);`,
 ];
+
+/** The same schema on PostgreSQL, as SQLite has it after all of its migrations. Append only. */
+const POSTGRES_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE budget_account (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     balance_nanos BIGINT,
+     balance_seen_at BIGINT,
+     price_picos_per_char BIGINT,
+     price_characters INTEGER,
+     blocked_since BIGINT,
+     blocked_reason TEXT,
+     warned INTEGER NOT NULL DEFAULT 0
+   );
+   INSERT INTO budget_account (id) VALUES (1);
+   CREATE TABLE budget_ledger (
+     id BIGSERIAL PRIMARY KEY,
+     kind TEXT NOT NULL,
+     guild_id TEXT NOT NULL,
+     user_id TEXT NOT NULL,
+     characters INTEGER NOT NULL,
+     cost_nanos BIGINT,
+     estimated_cost_nanos BIGINT,
+     balance_after_nanos BIGINT,
+     request_id TEXT,
+     at BIGINT NOT NULL,
+     day TEXT NOT NULL,
+     wasted TEXT,
+     reservation_id BIGINT UNIQUE
+   );
+   CREATE INDEX budget_ledger_guild_day ON budget_ledger (guild_id, day);
+   CREATE INDEX budget_ledger_user_at ON budget_ledger (user_id, at);
+   CREATE TABLE budget_guild (
+     guild_id TEXT PRIMARY KEY,
+     daily_cap_nanos BIGINT,
+     alert_channel_id TEXT
+   );
+   CREATE TABLE budget_reservations (
+     id BIGSERIAL PRIMARY KEY,
+     kind TEXT NOT NULL,
+     guild_id TEXT NOT NULL,
+     user_id TEXT NOT NULL,
+     characters INTEGER NOT NULL,
+     estimate_nanos BIGINT NOT NULL,
+     overlapped INTEGER NOT NULL DEFAULT 0,
+     created_at BIGINT NOT NULL,
+     expires_at BIGINT NOT NULL
+   );`,
+];
+
+/** The budget tables' migrations on each engine, applied by `createBudgetStore`. */
+export const BUDGET_MIGRATIONS: Migrations = { sqlite: SQLITE_MIGRATIONS, postgres: POSTGRES_MIGRATIONS };
 
 const NANOS = 1e9;
 const PICOS = 1e12;
@@ -175,30 +240,70 @@ export interface GuildBudgetSettings {
   readonly alertChannelId: string | null;
 }
 
-/**
- * The budget's storage. Synchronous on purpose: node:sqlite is, and a settlement must be durable before the next
- * request is reserved, so the guard never works from a half-written state.
- */
-export interface BudgetStore {
-  account(): AccountState;
-  /** Replaces the account state. */
-  saveAccount(state: AccountState): void;
-  /** Appends a ledger row and replaces the account state in one transaction; returns the row's id. */
-  recordGeneration(entry: LedgerInput, state: AccountState): number;
-  /** Marks a ledger row as paid and never heard, with why; the first reason given stays. */
-  markWasted(ledgerId: number, reason: WasteReason): void;
-  /** Ledger rows, oldest first; `since` (ms) keeps only rows at or after it. */
-  ledger(options?: { readonly since?: number; readonly guildId?: string }): LedgerEntry[];
+/** Money set aside in the database for one generation in flight, until it is settled, released or expires. */
+export interface StoredReservation {
+  readonly id: number;
+  readonly kind: 'speech' | 'probe';
+  readonly guildId: string;
+  readonly userId: string;
+  readonly characters: number;
+  readonly estimateNanos: number;
+  /** True once another generation was in flight alongside this one: its reported balance may be stale. */
+  readonly overlapped: boolean;
+  readonly createdAt: number;
+  /** After this (ms), the reservation no longer holds money: its process is taken to have died. */
+  readonly expiresAt: number;
+}
+
+/** What the guard reads; inside {@link BudgetStore.locked} the figures cannot change under it. */
+export interface BudgetReads {
+  account(): Promise<AccountState>;
+  /** Reservations that had not expired at `at` (ms), every process's, oldest first. */
+  reservations(at: number): Promise<StoredReservation[]>;
   /** A server's spend on a UTC day (`YYYY-MM-DD`). */
-  spendOn(guildId: string, day: string): DailySpend;
+  spendOn(guildId: string, day: string): Promise<DailySpend>;
   /** The user's generations after `since` (ms), oldest first, across every server. */
-  userCharactersSince(userId: string, since: number): { at: number; characters: number }[];
-  guildSettings(guildId: string): GuildBudgetSettings;
-  setDailyCap(guildId: string, usd: number | null): void;
-  setAlertChannel(guildId: string, channelId: string | null): void;
+  userCharactersSince(userId: string, since: number): Promise<{ at: number; characters: number }[]>;
+  guildSettings(guildId: string): Promise<GuildBudgetSettings>;
+}
+
+/** The writes a budget decision makes, atomically with the reads it was made on. */
+export interface BudgetTransaction extends BudgetReads {
+  /** Replaces the account state. */
+  saveAccount(state: AccountState): Promise<void>;
+  /** Adds a reservation; every reservation in flight (this one included, if any other is) is marked overlapped. */
+  addReservation(reservation: Omit<StoredReservation, 'id' | 'overlapped'>): Promise<StoredReservation>;
+  /** Removes and returns a reservation; undefined when it was already settled, released or expired. */
+  takeReservation(id: number): Promise<StoredReservation | undefined>;
+  /** Deletes reservations that expired at or before `at`; returns how many (their processes died). */
+  dropExpired(at: number): Promise<number>;
+  /**
+   * Appends a ledger row; returns its id, or undefined when the row of `reservationId` is already there (a
+   * settlement is never recorded, so never charged, twice).
+   */
+  recordGeneration(entry: LedgerInput, reservationId: number): Promise<number | undefined>;
+}
+
+/**
+ * The budget's storage, shared by every process on the database. Decisions that must see each other (reserve,
+ * settle, release, resume) run in {@link locked}: one at a time across all processes.
+ */
+export interface BudgetStore extends BudgetReads {
+  /**
+   * Runs `work` in one transaction holding the budget's lock: PostgreSQL `SELECT … FOR UPDATE` on the account row,
+   * SQLite `BEGIN IMMEDIATE`. Another process's `locked` waits until this one commits.
+   */
+  locked<T>(work: (tx: BudgetTransaction) => Promise<T>): Promise<T>;
+  /** Replaces the account state (outside a decision: tests and the start-up transitions). */
+  saveAccount(state: AccountState): Promise<void>;
+  /** Marks a ledger row as paid and never heard, with why; the first reason given stays. */
+  markWasted(ledgerId: number, reason: WasteReason): Promise<void>;
+  /** Ledger rows, oldest first; `since` (ms) keeps only rows at or after it. */
+  ledger(options?: { readonly since?: number; readonly guildId?: string }): Promise<LedgerEntry[]>;
+  setDailyCap(guildId: string, usd: number | null): Promise<void>;
+  setAlertChannel(guildId: string, channelId: string | null): Promise<void>;
   /** Every alert channel a server configured. */
-  alertChannels(): string[];
-  close(): void;
+  alertChannels(): Promise<string[]>;
 }
 
 /** The UTC day of a time in ms, as `YYYY-MM-DD`. */
@@ -234,59 +339,38 @@ interface LedgerRow {
 /** Spend counts the reported cost, or the reservation's estimate when the service sent none. */
 const SPEND = 'COALESCE(cost_nanos, estimated_cost_nanos, 0)';
 
-/** A {@link BudgetStore} on a database from `openSqlite`; applies the budget migrations first. */
-export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
-  migrate(db, 'budget', BUDGET_MIGRATIONS);
-  const selectAccount = db.prepare(
-    `SELECT balance_nanos, balance_seen_at, price_picos_per_char, price_characters, blocked_since, blocked_reason,
-       warned FROM budget_account WHERE id = 1`,
-  );
-  const updateAccount = db.prepare(
-    `UPDATE budget_account SET balance_nanos = ?, balance_seen_at = ?, price_picos_per_char = ?, price_characters = ?,
-       blocked_since = ?, blocked_reason = ?, warned = ? WHERE id = 1`,
-  );
-  const insertLedger = db.prepare(
-    `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, cost_nanos, estimated_cost_nanos,
-       balance_after_nanos, request_id, at, day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const updateWasted = db.prepare('UPDATE budget_ledger SET wasted = ? WHERE id = ? AND wasted IS NULL');
-  const selectSpendByMember = db.prepare(
-    `SELECT user_id, SUM(${SPEND}) AS usd, SUM(characters) AS characters, COUNT(*) AS generations
-     FROM budget_ledger WHERE guild_id = ? AND day = ? GROUP BY user_id ORDER BY usd DESC, user_id`,
-  );
-  const selectUserSince = db.prepare(
-    'SELECT at, characters FROM budget_ledger WHERE user_id = ? AND at > ? ORDER BY at, id',
-  );
-  const selectGuild = db.prepare(
-    'SELECT daily_cap_nanos, alert_channel_id FROM budget_guild WHERE guild_id = ?',
-  );
-  const upsertCap = db.prepare(
-    `INSERT INTO budget_guild (guild_id, daily_cap_nanos) VALUES (?, ?)
-     ON CONFLICT (guild_id) DO UPDATE SET daily_cap_nanos = excluded.daily_cap_nanos`,
-  );
-  const upsertAlertChannel = db.prepare(
-    `INSERT INTO budget_guild (guild_id, alert_channel_id) VALUES (?, ?)
-     ON CONFLICT (guild_id) DO UPDATE SET alert_channel_id = excluded.alert_channel_id`,
-  );
-  const selectAlertChannels = db.prepare(
-    'SELECT DISTINCT alert_channel_id FROM budget_guild WHERE alert_channel_id IS NOT NULL ORDER BY alert_channel_id',
-  );
+interface ReservationRow {
+  id: number;
+  kind: string;
+  guild_id: string;
+  user_id: string;
+  characters: number;
+  estimate_nanos: number;
+  overlapped: number;
+  created_at: number;
+  expires_at: number;
+}
 
-  const writeAccount = (state: AccountState): void => {
-    updateAccount.run(
-      toNanos(state.balanceUsd),
-      state.balanceSeenAt,
-      state.pricePerCharUsd === null ? null : Math.round(state.pricePerCharUsd * PICOS),
-      state.priceCharacters,
-      state.blockedSince,
-      state.blockedReason,
-      state.warned ? 1 : 0,
-    );
-  };
+const toReservation = (row: ReservationRow): StoredReservation => ({
+  id: row.id,
+  kind: row.kind === 'probe' ? 'probe' : 'speech',
+  guildId: row.guild_id,
+  userId: row.user_id,
+  characters: row.characters,
+  estimateNanos: row.estimate_nanos,
+  overlapped: row.overlapped !== 0,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+});
 
+/** The reads, on a connection or inside a transaction. */
+function reads(q: Queryable): BudgetReads {
   return {
-    account() {
-      const row = selectAccount.get() as AccountRow | undefined;
+    async account() {
+      const row = await q.get<AccountRow>(
+        `SELECT balance_nanos, balance_seen_at, price_picos_per_char, price_characters, blocked_since,
+           blocked_reason, warned FROM budget_account WHERE id = 1${q.forUpdate}`,
+      );
       if (!row) throw new Error('The budget_account row is missing; the budget tables are damaged.');
       return {
         balanceUsd: fromNanos(row.balance_nanos),
@@ -298,11 +382,113 @@ export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
         warned: row.warned !== 0,
       };
     },
-    saveAccount: writeAccount,
-    recordGeneration(entry, state) {
-      db.exec('BEGIN IMMEDIATE');
-      try {
-        const { lastInsertRowid } = insertLedger.run(
+    async reservations(at) {
+      const rows = await q.all<ReservationRow>(
+        'SELECT * FROM budget_reservations WHERE expires_at > $1 ORDER BY id',
+        [at],
+      );
+      return rows.map(toReservation);
+    },
+    async spendOn(guildId, day) {
+      const rows = await q.all<{ user_id: string; usd: number; characters: number; generations: number }>(
+        `SELECT user_id, SUM(${SPEND}) AS usd, SUM(characters) AS characters, COUNT(*) AS generations
+         FROM budget_ledger WHERE guild_id = $1 AND day = $2 GROUP BY user_id ORDER BY usd DESC, user_id`,
+        [guildId, day],
+      );
+      const members = rows.map((row) => ({
+        userId: row.user_id,
+        usd: Number(row.usd) / NANOS,
+        characters: Number(row.characters),
+        generations: Number(row.generations),
+      }));
+      return {
+        guildId,
+        day,
+        usd: rows.reduce((sum, row) => sum + Number(row.usd), 0) / NANOS,
+        characters: members.reduce((sum, member) => sum + member.characters, 0),
+        generations: members.reduce((sum, member) => sum + member.generations, 0),
+        members,
+      };
+    },
+    async userCharactersSince(userId, since) {
+      const rows = await q.all<{ at: number; characters: number }>(
+        'SELECT at, characters FROM budget_ledger WHERE user_id = $1 AND at > $2 ORDER BY at, id',
+        [userId, since],
+      );
+      return rows.map((row) => ({ at: Number(row.at), characters: Number(row.characters) }));
+    },
+    async guildSettings(guildId) {
+      const row = await q.get<{ daily_cap_nanos: number | null; alert_channel_id: string | null }>(
+        'SELECT daily_cap_nanos, alert_channel_id FROM budget_guild WHERE guild_id = $1',
+        [guildId],
+      );
+      return {
+        guildId,
+        dailyCapUsd: fromNanos(row?.daily_cap_nanos ?? null),
+        alertChannelId: row?.alert_channel_id ?? null,
+      };
+    },
+  };
+}
+
+const writeAccount = async (q: Queryable, state: AccountState): Promise<void> => {
+  await q.run(
+    `UPDATE budget_account SET balance_nanos = $1, balance_seen_at = $2, price_picos_per_char = $3,
+       price_characters = $4, blocked_since = $5, blocked_reason = $6, warned = $7 WHERE id = 1`,
+    [
+      toNanos(state.balanceUsd),
+      state.balanceSeenAt,
+      state.pricePerCharUsd === null ? null : Math.round(state.pricePerCharUsd * PICOS),
+      state.priceCharacters,
+      state.blockedSince,
+      state.blockedReason,
+      state.warned ? 1 : 0,
+    ],
+  );
+};
+
+/** A {@link BudgetStore} on an open database (SQLite or PostgreSQL); applies the budget migrations first. */
+export async function createBudgetStore(db: Database): Promise<BudgetStore> {
+  await db.migrate('budget', BUDGET_MIGRATIONS);
+
+  const transaction = (tx: Queryable): BudgetTransaction => ({
+    ...reads(tx),
+    saveAccount: (state) => writeAccount(tx, state),
+    async addReservation(input) {
+      const others = await tx.run('UPDATE budget_reservations SET overlapped = 1 WHERE expires_at > $1', [
+        input.createdAt,
+      ]);
+      const row = await tx.get<ReservationRow>(
+        `INSERT INTO budget_reservations (kind, guild_id, user_id, characters, estimate_nanos, overlapped,
+           created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+        [
+          input.kind,
+          input.guildId,
+          input.userId,
+          input.characters,
+          input.estimateNanos,
+          others > 0 ? 1 : 0,
+          input.createdAt,
+          input.expiresAt,
+        ],
+      );
+      if (!row) throw new Error('The budget reservation was not written.');
+      return toReservation(row);
+    },
+    async takeReservation(id) {
+      const row = await tx.get<ReservationRow>('DELETE FROM budget_reservations WHERE id = $1 RETURNING *', [
+        id,
+      ]);
+      return row ? toReservation(row) : undefined;
+    },
+    dropExpired: (at) => tx.run('DELETE FROM budget_reservations WHERE expires_at <= $1', [at]),
+    async recordGeneration(entry, reservationId) {
+      const row = await tx.get<{ id: number }>(
+        `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, cost_nanos, estimated_cost_nanos,
+           balance_after_nanos, request_id, at, day, reservation_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+         ON CONFLICT (reservation_id) DO NOTHING RETURNING id`,
+        [
           entry.kind,
           entry.guildId,
           entry.userId,
@@ -313,70 +499,60 @@ export function createSqliteBudgetStore(db: DatabaseSync): BudgetStore {
           entry.requestId,
           entry.at,
           utcDay(entry.at),
-        );
-        writeAccount(state);
-        db.exec('COMMIT');
-        return Number(lastInsertRowid);
-      } catch (error) {
-        db.exec('ROLLBACK');
-        throw error;
-      }
+          reservationId,
+        ],
+      );
+      return row?.id;
     },
-    markWasted(ledgerId, reason) {
-      updateWasted.run(reason, ledgerId);
+  });
+
+  return {
+    ...reads(db),
+    locked: (work) =>
+      db.transaction(async (tx) => {
+        // The lock every budget decision queues on (SQLite's BEGIN IMMEDIATE already holds the whole database).
+        await tx.get(`SELECT id FROM budget_account WHERE id = 1${tx.forUpdate}`);
+        return work(transaction(tx));
+      }),
+    saveAccount: (state) => writeAccount(db, state),
+    async markWasted(ledgerId, reason) {
+      await db.run('UPDATE budget_ledger SET wasted = $1 WHERE id = $2 AND wasted IS NULL', [
+        reason,
+        ledgerId,
+      ]);
     },
-    ledger(options = {}) {
-      const rows = db
-        .prepare(`SELECT * FROM budget_ledger WHERE at >= ? AND (? IS NULL OR guild_id = ?) ORDER BY at, id`)
-        .all(options.since ?? 0, options.guildId ?? null, options.guildId ?? null) as unknown as LedgerRow[];
+    async ledger(options = {}) {
+      const rows = await db.all<LedgerRow>(
+        `SELECT id, kind, guild_id, user_id, characters, cost_nanos, estimated_cost_nanos, balance_after_nanos,
+           request_id, at, day, wasted FROM budget_ledger
+         WHERE at >= $1 AND ($2::text IS NULL OR guild_id = $2) ORDER BY at, id`.replace(
+          '$2::text',
+          db.dialect === 'postgres' ? '$2::text' : '$2',
+        ),
+        [options.since ?? 0, options.guildId ?? null],
+      );
       return rows.map(toLedgerEntry);
     },
-    spendOn(guildId, day) {
-      const rows = selectSpendByMember.all(guildId, day) as unknown as {
-        user_id: string;
-        usd: number;
-        characters: number;
-        generations: number;
-      }[];
-      const members = rows.map((row) => ({
-        userId: row.user_id,
-        usd: row.usd / NANOS,
-        characters: row.characters,
-        generations: row.generations,
-      }));
-      return {
-        guildId,
-        day,
-        usd: members.reduce((sum, member) => sum + member.usd, 0),
-        characters: members.reduce((sum, member) => sum + member.characters, 0),
-        generations: members.reduce((sum, member) => sum + member.generations, 0),
-        members,
-      };
+    async setDailyCap(guildId, usd) {
+      await db.run(
+        `INSERT INTO budget_guild (guild_id, daily_cap_nanos) VALUES ($1, $2)
+         ON CONFLICT (guild_id) DO UPDATE SET daily_cap_nanos = excluded.daily_cap_nanos`,
+        [guildId, toNanos(usd)],
+      );
     },
-    userCharactersSince(userId, since) {
-      return selectUserSince.all(userId, since) as unknown as { at: number; characters: number }[];
+    async setAlertChannel(guildId, channelId) {
+      await db.run(
+        `INSERT INTO budget_guild (guild_id, alert_channel_id) VALUES ($1, $2)
+         ON CONFLICT (guild_id) DO UPDATE SET alert_channel_id = excluded.alert_channel_id`,
+        [guildId, channelId],
+      );
     },
-    guildSettings(guildId) {
-      const row = selectGuild.get(guildId) as
-        | { daily_cap_nanos: number | null; alert_channel_id: string | null }
-        | undefined;
-      return {
-        guildId,
-        dailyCapUsd: fromNanos(row?.daily_cap_nanos ?? null),
-        alertChannelId: row?.alert_channel_id ?? null,
-      };
-    },
-    setDailyCap(guildId, usd) {
-      upsertCap.run(guildId, toNanos(usd));
-    },
-    setAlertChannel(guildId, channelId) {
-      upsertAlertChannel.run(guildId, channelId);
-    },
-    alertChannels() {
-      return (selectAlertChannels.all() as { alert_channel_id: string }[]).map((row) => row.alert_channel_id);
-    },
-    close() {
-      if (db.isOpen) db.close();
+    async alertChannels() {
+      const rows = await db.all<{ alert_channel_id: string }>(
+        `SELECT DISTINCT alert_channel_id FROM budget_guild WHERE alert_channel_id IS NOT NULL
+         ORDER BY alert_channel_id`,
+      );
+      return rows.map((row) => row.alert_channel_id);
     },
   };
 }

@@ -39,10 +39,10 @@ export function budgetedSynthesize(
       try {
         result = await generate(request, signal);
       } catch (error) {
-        guard.release(outcome.reservation, error);
+        await guard.release(outcome.reservation, error);
         throw error;
       }
-      const ledgerId = guard.settle(outcome.reservation, {
+      const ledgerId = await guard.settle(outcome.reservation, {
         costUsd: result.costUsd,
         balanceUsd: result.balanceUsd,
         requestId: result.requestId,
@@ -52,7 +52,7 @@ export function budgetedSynthesize(
     },
     unplayed(result, reason) {
       const ledgerId = rows.get(result);
-      if (ledgerId !== undefined) guard.markWasted(ledgerId, reason);
+      if (ledgerId !== undefined) void guard.markWasted(ledgerId, reason);
     },
   };
 }

@@ -17,7 +17,7 @@ export {
   type CacheHit,
   type CacheSavings,
   type CacheStore,
-  createSqliteCacheStore,
+  createCacheStore,
 } from './store.ts';
 export { type CachedSynthesizeOptions, cachedSynthesize } from './synthesize.ts';
 

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { DatabaseSync } from 'node:sqlite';
-import { migrate } from '../storage/sqlite.ts';
+import type { Database, Migrations } from '../storage/database.ts';
 
 /** One utterance served from the cache instead of being paid for. */
 export interface CacheHit {
@@ -39,74 +38,101 @@ export interface CacheStore {
 }
 
 /** Append only: a released migration is never edited. */
-const CACHE_MIGRATIONS: readonly string[] = [
-  `CREATE TABLE audio_cache_installation (
-     id INTEGER PRIMARY KEY CHECK (id = 1),
-     secret TEXT NOT NULL
-   );
-   CREATE TABLE audio_cache_guild (
-     guild_id TEXT PRIMARY KEY,
-     enabled INTEGER NOT NULL
-   );
-   CREATE TABLE audio_cache_ledger (
-     id INTEGER PRIMARY KEY AUTOINCREMENT,
-     guild_id TEXT NOT NULL,
-     user_id TEXT NOT NULL,
-     characters INTEGER NOT NULL,
-     saved_usd REAL NOT NULL,
-     at INTEGER NOT NULL,
-     day TEXT NOT NULL
-   );
-   CREATE INDEX audio_cache_ledger_guild_day ON audio_cache_ledger (guild_id, day);`,
-];
+const CACHE_MIGRATIONS: Migrations = {
+  sqlite: [
+    `CREATE TABLE audio_cache_installation (
+       id INTEGER PRIMARY KEY CHECK (id = 1),
+       secret TEXT NOT NULL
+     );
+     CREATE TABLE audio_cache_guild (
+       guild_id TEXT PRIMARY KEY,
+       enabled INTEGER NOT NULL
+     );
+     CREATE TABLE audio_cache_ledger (
+       id INTEGER PRIMARY KEY AUTOINCREMENT,
+       guild_id TEXT NOT NULL,
+       user_id TEXT NOT NULL,
+       characters INTEGER NOT NULL,
+       saved_usd REAL NOT NULL,
+       at INTEGER NOT NULL,
+       day TEXT NOT NULL
+     );
+     CREATE INDEX audio_cache_ledger_guild_day ON audio_cache_ledger (guild_id, day);`,
+  ],
+  postgres: [
+    `CREATE TABLE audio_cache_installation (
+       id INTEGER PRIMARY KEY CHECK (id = 1),
+       secret TEXT NOT NULL
+     );
+     CREATE TABLE audio_cache_guild (
+       guild_id TEXT PRIMARY KEY,
+       enabled INTEGER NOT NULL
+     );
+     CREATE TABLE audio_cache_ledger (
+       id BIGSERIAL PRIMARY KEY,
+       guild_id TEXT NOT NULL,
+       user_id TEXT NOT NULL,
+       characters INTEGER NOT NULL,
+       saved_usd DOUBLE PRECISION NOT NULL,
+       at BIGINT NOT NULL,
+       day TEXT NOT NULL
+     );
+     CREATE INDEX audio_cache_ledger_guild_day ON audio_cache_ledger (guild_id, day);`,
+  ],
+};
 
 /** The UTC day of a time in ms, as `YYYY-MM-DD`. */
 function utcDay(at: number): string {
   return new Date(at).toISOString().slice(0, 10);
 }
 
-/** A {@link CacheStore} on a database from `openSqlite`, shared with the other stores. */
-export function createSqliteCacheStore(db: DatabaseSync): CacheStore {
-  migrate(db, 'cache', CACHE_MIGRATIONS);
-  const insertSecret = db.prepare(
-    'INSERT INTO audio_cache_installation (id, secret) VALUES (1, ?) ON CONFLICT (id) DO NOTHING',
-  );
-  const selectSecret = db.prepare('SELECT secret FROM audio_cache_installation WHERE id = 1');
-  const selectGuild = db.prepare('SELECT enabled FROM audio_cache_guild WHERE guild_id = ?');
-  const upsertGuild = db.prepare(
-    `INSERT INTO audio_cache_guild (guild_id, enabled) VALUES (?, ?)
-     ON CONFLICT (guild_id) DO UPDATE SET enabled = excluded.enabled`,
-  );
-  const insertHit = db.prepare(
-    'INSERT INTO audio_cache_ledger (guild_id, user_id, characters, saved_usd, at, day) VALUES (?, ?, ?, ?, ?, ?)',
-  );
+/** A {@link CacheStore} on Herald's database, shared with the other stores; applies its migrations first. */
+export async function createCacheStore(db: Database): Promise<CacheStore> {
+  await db.migrate('cache', CACHE_MIGRATIONS);
   const sum =
     'COUNT(*) AS hits, COALESCE(SUM(characters), 0) AS characters, COALESCE(SUM(saved_usd), 0) AS usd';
-  const selectDay = db.prepare(`SELECT ${sum} FROM audio_cache_ledger WHERE guild_id = ? AND day = ?`);
-  const selectTotal = db.prepare(`SELECT ${sum} FROM audio_cache_ledger WHERE guild_id = ?`);
   const toSavings = (row: unknown): CacheSavings => {
     const r = row as { hits: number; characters: number; usd: number };
-    return { hits: r.hits, characters: r.characters, usd: r.usd };
+    return { hits: Number(r.hits), characters: Number(r.characters), usd: Number(r.usd) };
   };
 
   return {
     async secret() {
-      insertSecret.run(randomBytes(32).toString('hex'));
-      const row = selectSecret.get() as { secret: string };
-      return Buffer.from(row.secret, 'hex');
+      await db.run(
+        'INSERT INTO audio_cache_installation (id, secret) VALUES (1, $1) ON CONFLICT (id) DO NOTHING',
+        [randomBytes(32).toString('hex')],
+      );
+      const row = await db.get<{ secret: string }>(
+        'SELECT secret FROM audio_cache_installation WHERE id = 1',
+      );
+      return Buffer.from(row?.secret ?? '', 'hex');
     },
     async guildEnabled(guildId) {
-      const row = selectGuild.get(guildId) as { enabled: number } | undefined;
+      const row = await db.get<{ enabled: number }>(
+        'SELECT enabled FROM audio_cache_guild WHERE guild_id = $1',
+        [guildId],
+      );
       return row === undefined || row.enabled !== 0;
     },
     async setGuildEnabled(guildId, enabled) {
-      upsertGuild.run(guildId, enabled ? 1 : 0);
+      await db.run(
+        `INSERT INTO audio_cache_guild (guild_id, enabled) VALUES ($1, $2)
+         ON CONFLICT (guild_id) DO UPDATE SET enabled = excluded.enabled`,
+        [guildId, enabled ? 1 : 0],
+      );
     },
     async recordHit(hit) {
-      insertHit.run(hit.guildId, hit.userId, hit.characters, hit.savedUsd, hit.at, utcDay(hit.at));
+      await db.run(
+        'INSERT INTO audio_cache_ledger (guild_id, user_id, characters, saved_usd, at, day) VALUES ($1, $2, $3, $4, $5, $6)',
+        [hit.guildId, hit.userId, hit.characters, hit.savedUsd, hit.at, utcDay(hit.at)],
+      );
     },
     async savings(guildId, day) {
-      return { day: toSavings(selectDay.get(guildId, day)), total: toSavings(selectTotal.get(guildId)) };
+      const [today, total] = await Promise.all([
+        db.get(`SELECT ${sum} FROM audio_cache_ledger WHERE guild_id = $1 AND day = $2`, [guildId, day]),
+        db.get(`SELECT ${sum} FROM audio_cache_ledger WHERE guild_id = $1`, [guildId]),
+      ]);
+      return { day: toSavings(today), total: toSavings(total) };
     },
   };
 }

@@ -2,7 +2,7 @@
 // temperatures, and the voice preview. Import from here.
 export {
   type AddWordOutcome,
-  createSqliteMemberStore,
+  createMemberStore,
   MEMBER_LIMITS,
   type MemberStore,
 } from './store.ts';

@@ -1,5 +1,4 @@
-import type { DatabaseSync } from 'node:sqlite';
-import { migrate } from '../storage/sqlite.ts';
+import type { Database, Migrations } from '../storage/database.ts';
 import { type Pronunciation, wordKey } from '../text/pronounce.ts';
 
 /** Bounds of what members and admins may store; the commands quote them in their errors. */
@@ -47,72 +46,69 @@ export interface MemberStore {
 }
 
 /** Append only: a released migration is never edited. */
-const MEMBER_MIGRATIONS: readonly string[] = [
-  `CREATE TABLE member_dictionary (
-     guild_id TEXT NOT NULL,
-     word_key TEXT NOT NULL,
-     word TEXT NOT NULL,
-     spoken TEXT NOT NULL,
-     created_at INTEGER NOT NULL,
-     PRIMARY KEY (guild_id, word_key)
-   );
-   CREATE TABLE member_blocks (
-     guild_id TEXT NOT NULL,
-     user_id TEXT NOT NULL,
-     PRIMARY KEY (guild_id, user_id)
-   );
-   CREATE TABLE member_voice (
-     guild_id TEXT NOT NULL,
-     user_id TEXT NOT NULL,
-     spoken_name TEXT,
-     temperature REAL,
-     PRIMARY KEY (guild_id, user_id)
-   );
-   CREATE TABLE guild_voice (
-     guild_id TEXT PRIMARY KEY,
-     temperature REAL
-   );`,
-];
+const MEMBER_MIGRATIONS: Migrations = {
+  sqlite: [
+    `CREATE TABLE member_dictionary (
+       guild_id TEXT NOT NULL,
+       word_key TEXT NOT NULL,
+       word TEXT NOT NULL,
+       spoken TEXT NOT NULL,
+       created_at INTEGER NOT NULL,
+       PRIMARY KEY (guild_id, word_key)
+     );
+     CREATE TABLE member_blocks (
+       guild_id TEXT NOT NULL,
+       user_id TEXT NOT NULL,
+       PRIMARY KEY (guild_id, user_id)
+     );
+     CREATE TABLE member_voice (
+       guild_id TEXT NOT NULL,
+       user_id TEXT NOT NULL,
+       spoken_name TEXT,
+       temperature REAL,
+       PRIMARY KEY (guild_id, user_id)
+     );
+     CREATE TABLE guild_voice (
+       guild_id TEXT PRIMARY KEY,
+       temperature REAL
+     );`,
+  ],
+  postgres: [
+    `CREATE TABLE member_dictionary (
+       guild_id TEXT NOT NULL,
+       word_key TEXT NOT NULL,
+       word TEXT NOT NULL,
+       spoken TEXT NOT NULL,
+       created_at BIGINT NOT NULL,
+       PRIMARY KEY (guild_id, word_key)
+     );
+     CREATE TABLE member_blocks (
+       guild_id TEXT NOT NULL,
+       user_id TEXT NOT NULL,
+       PRIMARY KEY (guild_id, user_id)
+     );
+     CREATE TABLE member_voice (
+       guild_id TEXT NOT NULL,
+       user_id TEXT NOT NULL,
+       spoken_name TEXT,
+       temperature DOUBLE PRECISION,
+       PRIMARY KEY (guild_id, user_id)
+     );
+     CREATE TABLE guild_voice (
+       guild_id TEXT PRIMARY KEY,
+       temperature DOUBLE PRECISION
+     );`,
+  ],
+};
 
-/** A {@link MemberStore} on a database from `openSqlite`, shared with the other stores. */
-export function createSqliteMemberStore(db: DatabaseSync, now: () => number = Date.now): MemberStore {
-  migrate(db, 'members', MEMBER_MIGRATIONS);
-  const selectWords = db.prepare(
-    'SELECT word, spoken FROM member_dictionary WHERE guild_id = ? ORDER BY created_at, word_key',
-  );
-  const selectWord = db.prepare('SELECT spoken FROM member_dictionary WHERE guild_id = ? AND word_key = ?');
-  const countWords = db.prepare('SELECT COUNT(*) AS n FROM member_dictionary WHERE guild_id = ?');
-  const upsertWord = db.prepare(
-    `INSERT INTO member_dictionary (guild_id, word_key, word, spoken, created_at) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (guild_id, word_key) DO UPDATE SET word = excluded.word, spoken = excluded.spoken`,
-  );
-  const deleteWord = db.prepare('DELETE FROM member_dictionary WHERE guild_id = ? AND word_key = ?');
-  const selectBlock = db.prepare('SELECT 1 AS yes FROM member_blocks WHERE guild_id = ? AND user_id = ?');
-  const insertBlock = db.prepare(
-    'INSERT INTO member_blocks (guild_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING',
-  );
-  const deleteBlock = db.prepare('DELETE FROM member_blocks WHERE guild_id = ? AND user_id = ?');
-  const selectBlocks = db.prepare('SELECT user_id FROM member_blocks WHERE guild_id = ? ORDER BY user_id');
-  const selectMember = db.prepare(
-    'SELECT spoken_name, temperature FROM member_voice WHERE guild_id = ? AND user_id = ?',
-  );
-  const upsertName = db.prepare(
-    `INSERT INTO member_voice (guild_id, user_id, spoken_name) VALUES (?, ?, ?)
-     ON CONFLICT (guild_id, user_id) DO UPDATE SET spoken_name = excluded.spoken_name`,
-  );
-  const upsertTemperature = db.prepare(
-    `INSERT INTO member_voice (guild_id, user_id, temperature) VALUES (?, ?, ?)
-     ON CONFLICT (guild_id, user_id) DO UPDATE SET temperature = excluded.temperature`,
-  );
-  const selectGuild = db.prepare('SELECT temperature FROM guild_voice WHERE guild_id = ?');
-  const upsertGuild = db.prepare(
-    `INSERT INTO guild_voice (guild_id, temperature) VALUES (?, ?)
-     ON CONFLICT (guild_id) DO UPDATE SET temperature = excluded.temperature`,
-  );
+/** A {@link MemberStore} on Herald's database, shared with the other stores; applies its migrations first. */
+export async function createMemberStore(db: Database, now: () => number = Date.now): Promise<MemberStore> {
+  await db.migrate('members', MEMBER_MIGRATIONS);
   const member = (guildId: string, userId: string) =>
-    selectMember.get(guildId, userId) as
-      | { spoken_name: string | null; temperature: number | null }
-      | undefined;
+    db.get<{ spoken_name: string | null; temperature: number | null }>(
+      'SELECT spoken_name, temperature FROM member_voice WHERE guild_id = $1 AND user_id = $2',
+      [guildId, userId],
+    );
   const checkTemperature = (temperature: number | null): void => {
     const { min, max } = MEMBER_LIMITS.temperature;
     if (temperature !== null && !(temperature >= min && temperature <= max)) {
@@ -122,10 +118,11 @@ export function createSqliteMemberStore(db: DatabaseSync, now: () => number = Da
 
   return {
     async dictionary(guildId) {
-      return (selectWords.all(guildId) as { word: string; spoken: string }[]).map((row) => ({
-        word: row.word,
-        spoken: row.spoken,
-      }));
+      const rows = await db.all<{ word: string; spoken: string }>(
+        'SELECT word, spoken FROM member_dictionary WHERE guild_id = $1 ORDER BY created_at, word_key',
+        [guildId],
+      );
+      return rows.map((row) => ({ word: row.word, spoken: row.spoken }));
     },
     async addWord(guildId, word, spoken) {
       const key = wordKey(word);
@@ -133,48 +130,97 @@ export function createSqliteMemberStore(db: DatabaseSync, now: () => number = Da
       if (key === '' || said === '') return { kind: 'empty' };
       const limit = MEMBER_LIMITS.dictionaryChars;
       if ([...key].length > limit || [...said].length > limit) return { kind: 'too-long', limit };
-      const previous = selectWord.get(guildId, key) as { spoken: string } | undefined;
-      if (!previous && (countWords.get(guildId) as { n: number }).n >= MEMBER_LIMITS.dictionaryEntries) {
-        return { kind: 'full', limit: MEMBER_LIMITS.dictionaryEntries };
-      }
-      upsertWord.run(guildId, key, word.trim().replace(/\s+/g, ' '), said, now());
-      return previous ? { kind: 'replaced', previous: previous.spoken } : { kind: 'added' };
+      // One transaction, so the limit holds when two admins add words at once.
+      return db.transaction(async (tx): Promise<AddWordOutcome> => {
+        const previous = await tx.get<{ spoken: string }>(
+          'SELECT spoken FROM member_dictionary WHERE guild_id = $1 AND word_key = $2',
+          [guildId, key],
+        );
+        if (!previous) {
+          const count = await tx.get<{ n: number }>(
+            'SELECT COUNT(*) AS n FROM member_dictionary WHERE guild_id = $1',
+            [guildId],
+          );
+          if (Number(count?.n ?? 0) >= MEMBER_LIMITS.dictionaryEntries) {
+            return { kind: 'full', limit: MEMBER_LIMITS.dictionaryEntries };
+          }
+        }
+        await tx.run(
+          `INSERT INTO member_dictionary (guild_id, word_key, word, spoken, created_at) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (guild_id, word_key) DO UPDATE SET word = excluded.word, spoken = excluded.spoken`,
+          [guildId, key, word.trim().replace(/\s+/g, ' '), said, now()],
+        );
+        return previous ? { kind: 'replaced', previous: previous.spoken } : { kind: 'added' };
+      });
     },
     async removeWord(guildId, word) {
-      return deleteWord.run(guildId, wordKey(word)).changes > 0;
+      const changed = await db.run('DELETE FROM member_dictionary WHERE guild_id = $1 AND word_key = $2', [
+        guildId,
+        wordKey(word),
+      ]);
+      return changed > 0;
     },
     async blocked(guildId, userId) {
-      return selectBlock.get(guildId, userId) !== undefined;
+      const row = await db.get('SELECT 1 AS yes FROM member_blocks WHERE guild_id = $1 AND user_id = $2', [
+        guildId,
+        userId,
+      ]);
+      return row !== undefined;
     },
     async setBlocked(guildId, userId, blocked) {
-      const result = blocked ? insertBlock.run(guildId, userId) : deleteBlock.run(guildId, userId);
-      return result.changes > 0;
+      const changed = blocked
+        ? await db.run(
+            'INSERT INTO member_blocks (guild_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+            [guildId, userId],
+          )
+        : await db.run('DELETE FROM member_blocks WHERE guild_id = $1 AND user_id = $2', [guildId, userId]);
+      return changed > 0;
     },
     async blockedMembers(guildId) {
-      return (selectBlocks.all(guildId) as { user_id: string }[]).map((row) => row.user_id);
+      const rows = await db.all<{ user_id: string }>(
+        'SELECT user_id FROM member_blocks WHERE guild_id = $1 ORDER BY user_id',
+        [guildId],
+      );
+      return rows.map((row) => row.user_id);
     },
     async spokenName(guildId, userId) {
-      return member(guildId, userId)?.spoken_name ?? null;
+      return (await member(guildId, userId))?.spoken_name ?? null;
     },
     async setSpokenName(guildId, userId, name) {
       if (name !== null && [...name].length > MEMBER_LIMITS.spokenNameChars) {
         throw new RangeError(`a spoken name must be at most ${MEMBER_LIMITS.spokenNameChars} characters`);
       }
-      upsertName.run(guildId, userId, name);
+      await db.run(
+        `INSERT INTO member_voice (guild_id, user_id, spoken_name) VALUES ($1, $2, $3)
+         ON CONFLICT (guild_id, user_id) DO UPDATE SET spoken_name = excluded.spoken_name`,
+        [guildId, userId, name],
+      );
     },
     async memberTemperature(guildId, userId) {
-      return member(guildId, userId)?.temperature ?? null;
+      return (await member(guildId, userId))?.temperature ?? null;
     },
     async setMemberTemperature(guildId, userId, temperature) {
       checkTemperature(temperature);
-      upsertTemperature.run(guildId, userId, temperature);
+      await db.run(
+        `INSERT INTO member_voice (guild_id, user_id, temperature) VALUES ($1, $2, $3)
+         ON CONFLICT (guild_id, user_id) DO UPDATE SET temperature = excluded.temperature`,
+        [guildId, userId, temperature],
+      );
     },
     async guildTemperature(guildId) {
-      return (selectGuild.get(guildId) as { temperature: number | null } | undefined)?.temperature ?? null;
+      const row = await db.get<{ temperature: number | null }>(
+        'SELECT temperature FROM guild_voice WHERE guild_id = $1',
+        [guildId],
+      );
+      return row?.temperature ?? null;
     },
     async setGuildTemperature(guildId, temperature) {
       checkTemperature(temperature);
-      upsertGuild.run(guildId, temperature);
+      await db.run(
+        `INSERT INTO guild_voice (guild_id, temperature) VALUES ($1, $2)
+         ON CONFLICT (guild_id) DO UPDATE SET temperature = excluded.temperature`,
+        [guildId, temperature],
+      );
     },
   };
 }

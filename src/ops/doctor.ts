@@ -16,7 +16,7 @@ import { AUTOREAD_MIGRATIONS } from '../autoread/settings.ts';
 import { BUDGET_MIGRATIONS, formatUsd } from '../budget/index.ts';
 import type { Config } from '../config.ts';
 import { findSpeaker } from '../speakers.ts';
-import { SETTINGS_MIGRATIONS } from '../storage/sqlite.ts';
+import { SETTINGS_MIGRATIONS } from '../storage/index.ts';
 import { type Speaker, TtsAuthenticationError, type TtsClient } from '../tts/index.ts';
 
 /**
@@ -393,7 +393,7 @@ const VOICE_NEEDS: readonly [PermissionResolvable, string][] = [
 
 /** Per server: auto-read channels need View and Send; every voice channel Herald can see needs Connect and Speak. */
 function permissionChecks(client: Client<true>, config: Config): DoctorCheck[] {
-  const bound = boundChannels(config.databasePath);
+  const bound = boundChannels(config.database.kind === 'sqlite' ? config.database.path : ':memory:');
   const checks: DoctorCheck[] = [];
   for (const guild of client.guilds.cache.values()) {
     const me = guild.members.me;
@@ -473,9 +473,9 @@ function withDatabase(path: string, use: (db: DatabaseSync) => void): boolean {
 }
 
 const COMPONENTS: readonly [string, number][] = [
-  ['settings', SETTINGS_MIGRATIONS.length],
-  ['autoread', AUTOREAD_MIGRATIONS.length],
-  ['budget', BUDGET_MIGRATIONS.length],
+  ['settings', SETTINGS_MIGRATIONS.sqlite.length],
+  ['autoread', AUTOREAD_MIGRATIONS.sqlite.length],
+  ['budget', BUDGET_MIGRATIONS.sqlite.length],
 ];
 
 /** The database, the stored voices and the last balance. */
@@ -484,7 +484,17 @@ function databaseChecks(
   speakers: readonly Speaker[] | undefined,
   guilds: readonly GuildFacts[] | undefined,
 ): DoctorCheck[] {
-  const path = config.databasePath;
+  if (config.database.kind === 'postgres') {
+    // The doctor reads a SQLite file read-only; a PostgreSQL database is migrated and checked by Herald at start.
+    return [
+      {
+        name: 'Database',
+        status: 'ok',
+        detail: 'PostgreSQL (DATABASE_URL): not inspected by the doctor; Herald migrates it at start',
+      },
+    ];
+  }
+  const path = config.database.path;
   if (path === ':memory:') {
     return [
       {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
-import type { DatabaseSync } from 'node:sqlite';
 import type { BlockReason, BudgetStatus } from '../budget/index.ts';
+import type { Database, DatabaseConfig } from '../storage/index.ts';
 
 /** One readiness check's verdict; `detail` says why in words an operator can act on (never a secret). */
 export interface CheckResult {
@@ -23,11 +23,11 @@ export interface Readiness {
 export interface ReadinessProbes {
   /** True while the Discord gateway connection is ready. */
   gatewayConnected(): boolean;
-  /** Throws when the database does not answer. */
-  database(): void;
+  /** Throws (or rejects) when the database does not answer. */
+  database(): void | Promise<void>;
   /** A free call to the TTS service (listing voices); rejects when it fails or `signal` aborts. */
   tts(signal: AbortSignal): Promise<unknown>;
-  budget(): BudgetStatus;
+  budget(): BudgetStatus | Promise<BudgetStatus>;
 }
 
 /** How long the TTS service may take to list its voices before it counts as unreachable. */
@@ -60,7 +60,7 @@ export async function checkReadiness(
 
   let database: CheckResult;
   try {
-    probes.database();
+    await probes.database();
     database = { ok: true };
   } catch (error) {
     database = { ok: false, detail: `The database does not answer: ${messageOf(error)}` };
@@ -78,7 +78,7 @@ export async function checkReadiness(
     };
   }
 
-  const status = probes.budget();
+  const status = await probes.budget();
   const budget: Readiness['checks']['budget'] =
     status.status === 'active'
       ? { ok: true }
@@ -96,13 +96,15 @@ export async function checkReadiness(
 }
 
 /**
- * The database probe of a SQLite store: the file must still be where it was opened (a deleted or moved file
- * would silently lose every write at the next restart) and the connection must answer a query.
+ * The database probe: a SQLite file must still be where it was opened (a deleted or moved file would silently
+ * lose every write at the next restart), and the database (file or PostgreSQL) must answer a query.
  */
-export function sqliteProbe(db: DatabaseSync, path: string): () => void {
-  return () => {
-    if (path !== ':memory:' && !existsSync(path)) throw new Error(`the file ${path} is gone`);
-    db.prepare('SELECT count(*) AS n FROM schema_migrations').get();
+export function databaseProbe(db: Database, config: DatabaseConfig): () => Promise<void> {
+  return async () => {
+    if (config.kind === 'sqlite' && config.path !== ':memory:' && !existsSync(config.path)) {
+      throw new Error(`the file ${config.path} is gone`);
+    }
+    await db.get('SELECT count(*) AS n FROM schema_migrations');
   };
 }
 

@@ -19,10 +19,10 @@ export {
   type CheckResult,
   checkReadiness,
   DEFAULT_TTS_READY_TIMEOUT_MS,
+  databaseProbe,
   RESUME_HINT,
   type Readiness,
   type ReadinessProbes,
-  sqliteProbe,
 } from './health.ts';
 export { createOpsMetrics, type OpsMetrics, TTS_ERROR_CODES } from './metrics.ts';
 export {

@@ -119,13 +119,17 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
   for (const kind of ['close', 'error'] as const) daveFailures.inc({ kind }, 0);
 
   // Figures read at scrape time from the parts' own state, never kept twice.
-  const gauge = (name: string, help: string, read: () => number | undefined): void => {
+  const gauge = (
+    name: string,
+    help: string,
+    read: () => number | undefined | Promise<number | undefined>,
+  ): void => {
     new Gauge({
       name,
       help,
       registers,
-      collect() {
-        const value = read();
+      async collect() {
+        const value = await read();
         if (value === undefined) this.reset();
         else this.set(value);
       },
@@ -134,28 +138,28 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
   gauge(
     'herald_balance_usd',
     'The account balance last reported by the TTS service.',
-    () => state.budget().balanceUsd,
+    async () => (await state.budget()).balanceUsd,
   );
   gauge(
     'herald_budget_floor_usd',
     'BUDGET_FLOOR_USD: spending never takes the balance below it.',
-    () => state.budget().floorUsd,
+    async () => (await state.budget()).floorUsd,
   );
-  gauge('herald_budget_warn_usd', 'BUDGET_WARN_USD, when set.', () => state.budget().warnUsd);
+  gauge('herald_budget_warn_usd', 'BUDGET_WARN_USD, when set.', async () => (await state.budget()).warnUsd);
   gauge(
     'herald_budget_reservations_held',
     'Generations in flight holding a budget reservation.',
-    () => state.budget().inFlight,
+    async () => (await state.budget()).inFlight,
   );
   gauge(
     'herald_budget_reserved_usd',
     'USD set aside for generations in flight.',
-    () => state.budget().reservedUsd,
+    async () => (await state.budget()).reservedUsd,
   );
   gauge(
     'herald_budget_stopped',
     '1 while spending is stopped (see herald_budget_stops_total for why).',
-    () => (state.budget().status === 'blocked' ? 1 : 0),
+    async () => ((await state.budget()).status === 'blocked' ? 1 : 0),
   );
   gauge('herald_voice_sessions', 'Servers where Herald is in voice.', () => state.sessions().length);
   gauge('herald_queue_depth', 'Utterances waiting or playing, all servers together.', () =>

@@ -7,7 +7,12 @@ import {
 } from '@discordjs/voice';
 import { type Client, Events, Status } from 'discord.js';
 import type { LiveSession } from '../autoread/reader.ts';
-import { BudgetRefusedError, type BudgetStore, type GuildSynthesize } from '../budget/index.ts';
+import {
+  type AccountState,
+  BudgetRefusedError,
+  type BudgetStore,
+  type GuildSynthesize,
+} from '../budget/index.ts';
 import type { LogFields, Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import type { GuildSession, SpeechRequest } from '../voice/session.ts';
@@ -17,26 +22,54 @@ import type { RecentProblem, SessionView } from './state.ts';
 // Observers: each wraps or listens to one part through its public surface and reports OpsEvents, so the parts
 // themselves know nothing of metrics. The composition root applies them.
 
-/** A budget store whose ledger writes and stops are reported: the charged figures are the ledger's by construction. */
+/**
+ * A budget store whose ledger writes and stops are reported: the charged figures are the ledger's by construction.
+ * Writes inside {@link BudgetStore.locked} are reported once their transaction commits (a rolled-back one is not).
+ */
 export function observeBudgetStore(store: BudgetStore, events: OpsEvents): BudgetStore {
-  let blocked = store.account().blockedSince !== null;
-  const noteStop = (state: ReturnType<BudgetStore['account']>): void => {
+  // Whether spending was stopped, as last seen; the stored state at start, so a stop already in place is not
+  // reported again.
+  const initial = store.account().then(
+    (state) => state.blockedSince !== null,
+    () => false,
+  );
+  let blocked: boolean | undefined;
+  const noteStop = async (state: AccountState): Promise<void> => {
+    const before = blocked ?? (await initial);
     const now = state.blockedSince !== null;
-    if (now && !blocked) events.budgetStopped(state.blockedReason ?? 'floor-reached');
+    if (now && !before) events.budgetStopped(state.blockedReason ?? 'floor-reached');
     blocked = now;
   };
   return {
     ...store,
-    saveAccount(state) {
-      store.saveAccount(state);
-      noteStop(state);
+    async saveAccount(state) {
+      await store.saveAccount(state);
+      await noteStop(state);
     },
-    recordGeneration(entry, state) {
-      const id = store.recordGeneration(entry, state);
-      // Spend is the reported cost, or the reservation's estimate when the service sent none (as the ledger's).
-      events.charged(entry.characters, entry.costUsd ?? entry.estimatedCostUsd ?? 0);
-      noteStop(state);
-      return id;
+    async locked(work) {
+      const committed: (() => Promise<void> | void)[] = [];
+      const result = await store.locked((tx) =>
+        work({
+          ...tx,
+          async saveAccount(state) {
+            await tx.saveAccount(state);
+            committed.push(() => noteStop(state));
+          },
+          async recordGeneration(entry, reservationId) {
+            const id = await tx.recordGeneration(entry, reservationId);
+            // Spend is the reported cost, or the reservation's estimate when the service sent none (as the
+            // ledger's); a settlement already recorded is not charged again.
+            if (id !== undefined) {
+              committed.push(() =>
+                events.charged(entry.characters, entry.costUsd ?? entry.estimatedCostUsd ?? 0),
+              );
+            }
+            return id;
+          },
+        }),
+      );
+      for (const note of committed) await note();
+      return result;
     },
   };
 }

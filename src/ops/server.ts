@@ -109,8 +109,8 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
       const at = now();
       const page = renderStatusPage({
         now: at,
-        budget: options.state.budget(),
-        ledger: options.state.ledger(at - DAYS_SHOWN * DAY_MS),
+        budget: await options.state.budget(),
+        ledger: await options.state.ledger(at - DAYS_SHOWN * DAY_MS),
         sessions: options.state.sessions(),
         problems: options.state.recentProblems(),
         gatewayConnected: options.state.gatewayConnected(),

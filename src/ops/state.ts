@@ -25,11 +25,11 @@ export interface RecentProblem {
 
 /** What the operations endpoint reads, at the moment it is asked; the composition root supplies each. */
 export interface OpsState {
-  budget(): BudgetStatus;
+  budget(): BudgetStatus | Promise<BudgetStatus>;
   sessions(): readonly SessionView[];
   gatewayConnected(): boolean;
   /** Ledger rows at or after `since` (ms), oldest first. */
-  ledger(since: number): readonly LedgerEntry[];
+  ledger(since: number): readonly LedgerEntry[] | Promise<readonly LedgerEntry[]>;
   /** The latest warnings and errors, newest first. */
   recentProblems(): readonly RecentProblem[];
 }

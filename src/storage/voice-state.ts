@@ -1,5 +1,4 @@
-import type { DatabaseSync } from 'node:sqlite';
-import { migrate } from './sqlite.ts';
+import type { Database, Migrations } from './database.ts';
 
 /** An utterance that was queued and not yet heard, as kept across a restart. */
 export interface PersistedUtterance {
@@ -34,44 +33,38 @@ export interface VoiceStateStore {
   load(): Promise<PersistedSession[]>;
 }
 
-const VOICE_STATE_MIGRATIONS: readonly string[] = [
-  `CREATE TABLE voice_sessions (
+const VOICE_STATE_TABLE = `CREATE TABLE voice_sessions (
      guild_id TEXT PRIMARY KEY,
      channel_id TEXT NOT NULL,
      announce_channel_id TEXT,
      queue TEXT NOT NULL
-   );`,
-];
+   );`;
 
-/** A {@link VoiceStateStore} in the SQLite database; the queue is one JSON column, rewritten whole. */
-export function createSqliteVoiceStateStore(db: DatabaseSync): VoiceStateStore {
-  migrate(db, 'voice-state', VOICE_STATE_MIGRATIONS);
-  const upsert = db.prepare(
-    `INSERT INTO voice_sessions (guild_id, channel_id, announce_channel_id, queue) VALUES (?, ?, ?, ?)
-     ON CONFLICT (guild_id) DO UPDATE SET channel_id = excluded.channel_id,
-       announce_channel_id = excluded.announce_channel_id, queue = excluded.queue`,
-  );
-  const remove = db.prepare('DELETE FROM voice_sessions WHERE guild_id = ?');
-  const all = db.prepare('SELECT guild_id, channel_id, announce_channel_id, queue FROM voice_sessions');
+/** Append only: a released migration is never edited. The same table on both engines. */
+const VOICE_STATE_MIGRATIONS: Migrations = { sqlite: [VOICE_STATE_TABLE], postgres: [VOICE_STATE_TABLE] };
+
+/** A {@link VoiceStateStore} in Herald's database; the queue is one JSON column, rewritten whole. */
+export async function createVoiceStateStore(db: Database): Promise<VoiceStateStore> {
+  await db.migrate('voice-state', VOICE_STATE_MIGRATIONS);
   return {
     async save(session) {
-      upsert.run(
-        session.guildId,
-        session.channelId,
-        session.announceChannelId,
-        JSON.stringify(session.queue),
+      await db.run(
+        `INSERT INTO voice_sessions (guild_id, channel_id, announce_channel_id, queue) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (guild_id) DO UPDATE SET channel_id = excluded.channel_id,
+           announce_channel_id = excluded.announce_channel_id, queue = excluded.queue`,
+        [session.guildId, session.channelId, session.announceChannelId, JSON.stringify(session.queue)],
       );
     },
     async remove(guildId) {
-      remove.run(guildId);
+      await db.run('DELETE FROM voice_sessions WHERE guild_id = $1', [guildId]);
     },
     async load() {
-      const rows = all.all() as {
+      const rows = await db.all<{
         guild_id: string;
         channel_id: string;
         announce_channel_id: string | null;
         queue: string;
-      }[];
+      }>('SELECT guild_id, channel_id, announce_channel_id, queue FROM voice_sessions');
       return rows.map((row) => ({
         guildId: row.guild_id,
         channelId: row.channel_id,

@@ -3,12 +3,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { autoread } from '../../commands/autoread.ts';
 import {
   type AutoReadStore,
-  createSqliteAutoReadStore,
+  createAutoReadStore,
   defaultAutoReadSettings,
 } from '../../src/autoread/settings.ts';
 import type { Deps } from '../../src/command.ts';
 import { silentLogger } from '../../src/log.ts';
-import { openSqlite } from '../../src/storage/sqlite.ts';
+import { openDatabase } from '../../src/storage/index.ts';
 
 // ---- tiny fakes ---------------------------------------------------------------------------------------------
 
@@ -46,15 +46,15 @@ function interaction(subcommand: string, options: Record<string, OptionValue>, m
 
 const channel = (id: string, visible = true) => ({ id, permissionsFor: () => ({ has: () => visible }) });
 
-const closers: (() => void)[] = [];
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
 });
 
-function setup(): { store: AutoReadStore; deps: Deps & { autoread: AutoReadStore } } {
-  const db = openSqlite(':memory:');
+async function setup(): Promise<{ store: AutoReadStore; deps: Deps & { autoread: AutoReadStore } }> {
+  const db = openDatabase({ kind: 'sqlite', path: ':memory:' });
   closers.push(() => db.close());
-  const store = createSqliteAutoReadStore(db);
+  const store = await createAutoReadStore(db);
   // Only `autoread` is used by this command.
   const deps = { autoread: store, logger: silentLogger } as unknown as Deps & { autoread: AutoReadStore };
   return { store, deps };
@@ -74,7 +74,7 @@ describe('/autoread', () => {
     ['channel', { channel: channel('c1'), enabled: true }],
     ['set', { 'max-chars': 100 }],
   ])('refuses %s without Manage Server and changes nothing', async (subcommand, options) => {
-    const { store, deps } = setup();
+    const { store, deps } = await setup();
     const { interaction: i, replies } = interaction(subcommand, options, false);
     await autoread.execute(i, deps);
     expect(replies[0]).toMatch(/Manage Server/);
@@ -82,7 +82,7 @@ describe('/autoread', () => {
   });
 
   it('binds and unbinds a channel', async () => {
-    const { store, deps } = setup();
+    const { store, deps } = await setup();
     const bind = interaction('channel', { channel: channel('c1'), enabled: true }, true);
     await autoread.execute(bind.interaction, deps);
     expect(bind.replies[0]).toMatch(/read new messages in <#c1>/);
@@ -99,14 +99,14 @@ describe('/autoread', () => {
   });
 
   it('warns when Herald cannot see the channel it was asked to read', async () => {
-    const { deps } = setup();
+    const { deps } = await setup();
     const bind = interaction('channel', { channel: channel('c2', false), enabled: true }, true);
     await autoread.execute(bind.interaction, deps);
     expect(bind.replies[0]).toMatch(/View Channel/);
   });
 
   it('changes only the settings given; "none" clears the prefix', async () => {
-    const { store, deps } = setup();
+    const { store, deps } = await setup();
     const set = interaction(
       'set',
       { 'max-chars': 120, prefix: ' None ', emoji: 'drop', 'same-voice-only': false },
@@ -125,7 +125,7 @@ describe('/autoread', () => {
   });
 
   it('shows the settings without changing them when set is given no option', async () => {
-    const { store, deps } = setup();
+    const { store, deps } = await setup();
     const set = interaction('set', {}, true);
     await autoread.execute(set.interaction, deps);
     expect(set.replies[0]).toMatch(/Nothing to change/);
@@ -133,7 +133,7 @@ describe('/autoread', () => {
   });
 
   it('lets any member opt out and back in, and show tells them which', async () => {
-    const { store, deps } = setup();
+    const { store, deps } = await setup();
     await autoread.execute(interaction('me', { enabled: false }).interaction, deps);
     expect(await store.optedOut(GUILD, 'u1')).toBe(true);
     const shown = interaction('show', {});

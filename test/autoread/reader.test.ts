@@ -6,9 +6,9 @@ import {
   createAutoReader,
   type IncomingMessage,
 } from '../../src/autoread/reader.ts';
-import { type AutoReadStore, createSqliteAutoReadStore } from '../../src/autoread/settings.ts';
+import { type AutoReadStore, createAutoReadStore } from '../../src/autoread/settings.ts';
 import { createLogger } from '../../src/log.ts';
-import { createSqliteSettingsStore, openSqlite } from '../../src/storage/sqlite.ts';
+import { createSettingsStore, openDatabase } from '../../src/storage/index.ts';
 import { countCharacters } from '../../src/text/normalise.ts';
 import type { Speaker } from '../../src/tts/index.ts';
 import type { SpeechRequest } from '../../src/voice/session.ts';
@@ -100,16 +100,16 @@ interface Harness {
   readonly texts: () => string[];
 }
 
-const closers: (() => void)[] = [];
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
 });
 
 async function harness(overrides: Partial<AutoReaderOptions> = {}): Promise<Harness> {
-  const db = openSqlite(':memory:');
+  const db = openDatabase({ kind: 'sqlite', path: ':memory:' });
   closers.push(() => db.close());
-  const settings = createSqliteSettingsStore(db);
-  const store = createSqliteAutoReadStore(db);
+  const settings = await createSettingsStore(db);
+  const store = await createAutoReadStore(db);
   await store.bindChannel(GUILD, BOUND, true);
   await settings.setGuildSpeaker(GUILD, SERVER_VOICE.id);
   await settings.setMemberSpeaker(GUILD, ADA, ADA_VOICE.id);

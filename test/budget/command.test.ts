@@ -48,8 +48,8 @@ function fakeInteraction(options: {
   return { interaction, replies };
 }
 
-function setUp() {
-  const made = makeGuard({ pricePerCharUsd: 0.0001, warnUsd: 1 });
+async function setUp() {
+  const made = await makeGuard({ pricePerCharUsd: 0.0001, warnUsd: 1 });
   const service = fakeService(0.6, 0.0001);
   const probe: BudgetProbe = async () => ({ ...service.charge(1), characters: 1 });
   const deps = {
@@ -79,9 +79,9 @@ function setUp() {
 
 describe('/budget', () => {
   it('recheck: the operator resumes after a top-up; anyone else is refused', async () => {
-    const { guard, service, run } = setUp();
-    speakOnce(guard, service, req(1000)); // 0.60 → 0.50: blocked
-    expect(guard.status().status).toBe('blocked');
+    const { guard, service, run } = await setUp();
+    await speakOnce(guard, service, req(1000)); // 0.60 → 0.50: blocked
+    expect((await guard.status()).status).toBe('blocked');
 
     expect(await run({ subcommand: 'recheck', userId: ADMIN, manageGuild: true })).toEqual([
       'Only the bot’s operator can run /budget recheck.',
@@ -92,11 +92,11 @@ describe('/budget', () => {
     expect(await run({ subcommand: 'recheck', userId: OWNER, manageGuild: false })).toEqual([
       'Herald speaks again: the balance is $1.9999, above the floor ($0.50).',
     ]);
-    expect(guard.check(req(10)).kind).toBe('ok');
+    expect((await guard.check(req(10))).kind).toBe('ok');
   });
 
   it('show, cap and alerts need Manage Server', async () => {
-    const { run } = setUp();
+    const { run } = await setUp();
     for (const subcommand of ['show', 'cap', 'alerts']) {
       expect(await run({ subcommand, userId: OWNER, manageGuild: false, usd: 1 })).toEqual([
         '/budget needs the Manage Server permission.',
@@ -105,30 +105,30 @@ describe('/budget', () => {
   });
 
   it('cap sets, and 0 clears, the server’s daily cap', async () => {
-    const { guard, run } = setUp();
+    const { guard, run } = await setUp();
     expect(await run({ subcommand: 'cap', userId: ADMIN, manageGuild: true, usd: 0.25 })).toEqual([
       'This server may now spend at most $0.25 on speech per day (UTC).',
     ]);
-    expect(guard.guildSettings('g1').dailyCapUsd).toBe(0.25);
+    expect((await guard.guildSettings('g1')).dailyCapUsd).toBe(0.25);
     expect(await run({ subcommand: 'cap', userId: ADMIN, manageGuild: true, usd: 0 })).toEqual([
       'This server no longer has a daily speech cap.',
     ]);
-    expect(guard.guildSettings('g1').dailyCapUsd).toBeNull();
+    expect((await guard.guildSettings('g1')).dailyCapUsd).toBeNull();
   });
 
   it('alerts sets and clears the server’s alert channel', async () => {
-    const { guard, run } = setUp();
+    const { guard, run } = await setUp();
     await run({ subcommand: 'alerts', userId: ADMIN, manageGuild: true, channel: { id: CHANNEL } });
-    expect(guard.guildSettings('g1').alertChannelId).toBe(CHANNEL);
+    expect((await guard.guildSettings('g1')).alertChannelId).toBe(CHANNEL);
     await run({ subcommand: 'alerts', userId: ADMIN, manageGuild: true, channel: null });
-    expect(guard.guildSettings('g1').alertChannelId).toBeNull();
+    expect((await guard.guildSettings('g1')).alertChannelId).toBeNull();
   });
 
   it('show lists the figures, matching what the service charged', async () => {
-    const { guard, service, run, clock } = setUp();
-    speakOnce(guard, service, req(300, '444444444444444444'));
-    speakOnce(guard, service, req(120, '555555555555555555'));
-    speakOnce(guard, service, req(80, '444444444444444444'));
+    const { guard, service, run, clock } = await setUp();
+    await speakOnce(guard, service, req(300, '444444444444444444'));
+    await speakOnce(guard, service, req(120, '555555555555555555'));
+    await speakOnce(guard, service, req(80, '444444444444444444'));
     clock.now = NOON + 90_000;
     const [content = ''] = await run({ subcommand: 'show', userId: ADMIN, manageGuild: true });
     const seen = Math.floor(NOON / 1000);
@@ -150,12 +150,12 @@ describe('/budget', () => {
       'Saved in total: 0 hits · 0 characters · $0.00 not spent',
     ]);
     const charged = service.charges.reduce((sum, charge) => sum + charge.costUsd, 0);
-    expect(guard.spendToday('g1').usd).toBeCloseTo(charged, 12);
+    expect((await guard.spendToday('g1')).usd).toBeCloseTo(charged, 12);
   });
 });
 
 describe('renderBudget and describeRecheck', () => {
-  it('shows a blocked state, an unknown balance and price, a cap and the operator’s alert channel', () => {
+  it('shows a blocked state, an unknown balance and price, a cap and the operator’s alert channel', async () => {
     const text = renderBudget(
       {
         status: 'blocked',
@@ -192,7 +192,7 @@ describe('renderBudget and describeRecheck', () => {
       'Herald stays stopped: the balance is $0.40',
     ],
     [{ kind: 'active', balanceUsd: undefined, floorUsd: 0.5 } as const, 'the balance is unknown'],
-  ])('describeRecheck(%o)', (outcome, text) => {
+  ])('describeRecheck(%o)', async (outcome, text) => {
     expect(describeRecheck(outcome)).toContain(text);
   });
 });

@@ -3,51 +3,55 @@ import { fakeService, makeGuard, req } from './helpers.ts';
 
 // The guard fails closed: a response that does not say what was spent, or what is left, never counts as free.
 describe('the budget guard without the service’s money headers', () => {
-  it('keeps the floor when no generation reports the balance: the last known one, less each cost', () => {
-    const { guard } = makeGuard({
+  it('keeps the floor when no generation reports the balance: the last known one, less each cost', async () => {
+    const { guard } = await makeGuard({
       account: { balanceUsd: 0.6, balanceSeenAt: 0, pricePerCharUsd: 0.0001, priceCharacters: 100 },
     });
     const service = fakeService(0.6);
     let spoken = 0;
     for (let i = 0; i < 30; i++) {
-      const outcome = guard.reserve(req(100));
+      const outcome = await guard.reserve(req(100));
       if (outcome.kind !== 'reserved') break;
       const { costUsd, requestId } = service.charge(100);
-      guard.settle(outcome.reservation, { costUsd, requestId, balanceUsd: undefined });
+      await guard.settle(outcome.reservation, { costUsd, requestId, balanceUsd: undefined });
       spoken += 1;
     }
     expect(spoken).toBe(10);
     expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
-    expect(guard.status().balanceUsd).toBeCloseTo(0.5, 9);
+    expect((await guard.status()).balanceUsd).toBeCloseTo(0.5, 9);
   });
 
-  it('deducts the estimate when neither the cost nor the balance is reported', () => {
-    const { guard } = makeGuard({
+  it('deducts the estimate when neither the cost nor the balance is reported', async () => {
+    const { guard } = await makeGuard({
       account: { balanceUsd: 0.6, balanceSeenAt: 0 },
       pricePerCharUsd: 0.0001,
     });
     const service = fakeService(0.6);
     let spoken = 0;
     for (let i = 0; i < 30; i++) {
-      const outcome = guard.reserve(req(100));
+      const outcome = await guard.reserve(req(100));
       if (outcome.kind !== 'reserved') break;
       service.charge(100);
-      guard.settle(outcome.reservation, { costUsd: undefined, requestId: undefined, balanceUsd: undefined });
+      await guard.settle(outcome.reservation, {
+        costUsd: undefined,
+        requestId: undefined,
+        balanceUsd: undefined,
+      });
       spoken += 1;
     }
     expect(spoken).toBe(10);
     expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
   });
 
-  it('applies a daily cap with no price known and no cost reported, at the assumed price', () => {
-    const { guard } = makeGuard({ floorUsd: 0, account: { balanceUsd: 10, balanceSeenAt: 0 } });
-    guard.setDailyCap('g1', 0.05);
+  it('applies a daily cap with no price known and no cost reported, at the assumed price', async () => {
+    const { guard } = await makeGuard({ floorUsd: 0, account: { balanceUsd: 10, balanceSeenAt: 0 } });
+    await guard.setDailyCap('g1', 0.05);
     const outcomes: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const outcome = guard.reserve(req(100));
+      const outcome = await guard.reserve(req(100));
       outcomes.push(outcome.kind);
       if (outcome.kind === 'reserved')
-        guard.settle(outcome.reservation, {
+        await guard.settle(outcome.reservation, {
           costUsd: undefined,
           requestId: undefined,
           balanceUsd: undefined,
@@ -57,55 +61,58 @@ describe('the budget guard without the service’s money headers', () => {
     expect(outcomes).toEqual(['reserved', 'daily-cap', 'daily-cap', 'daily-cap', 'daily-cap']);
   });
 
-  it('stops, saying why, when the balance was never known and the first response does not report it', () => {
-    const { guard, alerts } = makeGuard({ pricePerCharUsd: 0.0001 });
-    const outcome = guard.reserve(req(10));
+  it('stops, saying why, when the balance was never known and the first response does not report it', async () => {
+    const { guard, alerts } = await makeGuard({ pricePerCharUsd: 0.0001 });
+    const outcome = await guard.reserve(req(10));
     if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
     // While the first generation is in flight, a second waits rather than racing past an unknown floor.
-    expect(guard.reserve(req(10)).kind).toBe('learning');
-    guard.settle(outcome.reservation, { costUsd: 0.001, requestId: undefined, balanceUsd: undefined });
-    expect(guard.status()).toMatchObject({ status: 'blocked', reason: 'balance-unknown' });
+    expect((await guard.reserve(req(10))).kind).toBe('learning');
+    await guard.settle(outcome.reservation, { costUsd: 0.001, requestId: undefined, balanceUsd: undefined });
+    expect(await guard.status()).toMatchObject({ status: 'blocked', reason: 'balance-unknown' });
     expect(alerts).toMatchObject([{ kind: 'blocked', reason: 'balance-unknown' }]);
-    expect(guard.check(req(10))).toMatchObject({ kind: 'blocked', reason: 'balance-unknown' });
+    expect(await guard.check(req(10))).toMatchObject({ kind: 'blocked', reason: 'balance-unknown' });
   });
 
-  it('does not serialise generations for good: learning ends with the first balance', () => {
-    const { guard } = makeGuard({ pricePerCharUsd: 0.0001 });
-    const first = guard.reserve(req(10));
+  it('does not serialise generations for good: learning ends with the first balance', async () => {
+    const { guard } = await makeGuard({ pricePerCharUsd: 0.0001 });
+    const first = await guard.reserve(req(10));
     if (first.kind !== 'reserved') throw new Error('expected a reservation');
-    guard.settle(first.reservation, { costUsd: 0.001, requestId: undefined, balanceUsd: 5 });
-    const a = guard.reserve(req(10));
-    const b = guard.reserve(req(10));
+    await guard.settle(first.reservation, { costUsd: 0.001, requestId: undefined, balanceUsd: 5 });
+    const a = await guard.reserve(req(10));
+    const b = await guard.reserve(req(10));
     expect([a.kind, b.kind]).toEqual(['reserved', 'reserved']);
   });
 
-  it('with a floor of 0 and no balance known, never waits: the service’s own refusal is the floor', () => {
-    const { guard } = makeGuard({ floorUsd: 0 });
-    expect([guard.reserve(req(10)).kind, guard.reserve(req(10)).kind]).toEqual(['reserved', 'reserved']);
+  it('with a floor of 0 and no balance known, never waits: the service’s own refusal is the floor', async () => {
+    const { guard } = await makeGuard({ floorUsd: 0 });
+    expect([(await guard.reserve(req(10))).kind, (await guard.reserve(req(10))).kind]).toEqual([
+      'reserved',
+      'reserved',
+    ]);
   });
 });
 
 describe('what is queued counts before it is paid for', () => {
-  it('the member rate limit counts the member’s queued characters', () => {
-    const { guard } = makeGuard({
+  it('the member rate limit counts the member’s queued characters', async () => {
+    const { guard } = await makeGuard({
       memberCharsPerMinute: 1_000,
       account: { balanceUsd: 10, balanceSeenAt: 0 },
     });
     const queued = { member: 950, guild: 950, all: 950 };
-    expect(guard.check(req(40), queued).kind).toBe('ok');
-    expect(guard.check(req(100), queued)).toMatchObject({ kind: 'member-rate', usedCharacters: 950 });
-    expect(guard.check(req(100), { member: 0, guild: 950, all: 950 }).kind).toBe('ok');
+    expect((await guard.check(req(40), queued)).kind).toBe('ok');
+    expect(await guard.check(req(100), queued)).toMatchObject({ kind: 'member-rate', usedCharacters: 950 });
+    expect((await guard.check(req(100), { member: 0, guild: 950, all: 950 })).kind).toBe('ok');
   });
 
-  it('the floor and the daily cap count everyone’s queued characters', () => {
-    const { guard } = makeGuard({
+  it('the floor and the daily cap count everyone’s queued characters', async () => {
+    const { guard } = await makeGuard({
       floorUsd: 0.5,
       account: { balanceUsd: 0.6, balanceSeenAt: 0, pricePerCharUsd: 0.0001, priceCharacters: 100 },
     });
-    expect(guard.check(req(100), { member: 0, guild: 0, all: 900 }).kind).toBe('ok');
-    expect(guard.check(req(101), { member: 0, guild: 0, all: 900 }).kind).toBe('would-cross-floor');
-    guard.setDailyCap('g1', 0.02);
-    expect(guard.check(req(100), { member: 0, guild: 100, all: 100 }).kind).toBe('ok');
-    expect(guard.check(req(101), { member: 0, guild: 100, all: 100 }).kind).toBe('daily-cap');
+    expect((await guard.check(req(100), { member: 0, guild: 0, all: 900 })).kind).toBe('ok');
+    expect((await guard.check(req(101), { member: 0, guild: 0, all: 900 })).kind).toBe('would-cross-floor');
+    await guard.setDailyCap('g1', 0.02);
+    expect((await guard.check(req(100), { member: 0, guild: 100, all: 100 })).kind).toBe('ok');
+    expect((await guard.check(req(101), { member: 0, guild: 100, all: 100 })).kind).toBe('daily-cap');
   });
 });

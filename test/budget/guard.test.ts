@@ -1,546 +1,587 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type BudgetRefusal,
-  createSqliteBudgetStore,
   describeRefusal,
   formatUsd,
   learnPrice,
   type Reservation,
 } from '../../src/budget/index.ts';
-import { openSqlite } from '../../src/storage/sqlite.ts';
 import { TtsAbortedError, TtsInsufficientBalanceError, TtsServiceError } from '../../src/tts/index.ts';
-import { cleanTempDirs, fakeService, makeGuard, NOON, req, speakOnce, tempDbPath } from './helpers.ts';
-
-afterEach(cleanTempDirs);
+import { describeEachBackend } from '../support/databases.ts';
+import {
+  fakeService,
+  type GuardTestOptions,
+  makeGuard as makeGuardOn,
+  NOON,
+  req,
+  speakOnce,
+} from './helpers.ts';
 
 const PRICE = 0.0001;
 
-describe('the floor', () => {
-  // Balance, request sizes repeated until refused, how many are spoken, the refusal that stops them.
-  it.each([
-    { balance: 0.53, characters: 100, spoken: 3, stop: 'blocked' },
-    { balance: 0.535, characters: 100, spoken: 3, stop: 'would-cross-floor' },
-    { balance: 0.5001, characters: 1, spoken: 1, stop: 'blocked' },
-    { balance: 0.5, characters: 1, spoken: 0, stop: 'blocked' },
-    { balance: 0.505, characters: 100, spoken: 0, stop: 'would-cross-floor' },
-    { balance: 0.99, characters: 700, spoken: 7, stop: 'blocked' },
-    { balance: 0.995, characters: 700, spoken: 7, stop: 'would-cross-floor' },
-    { balance: 0.51, characters: 101, spoken: 0, stop: 'would-cross-floor' },
-  ])(
-    'balance $balance, $characters characters each: $spoken spoken, then $stop',
-    ({ balance, characters, spoken, stop }) => {
-      const { guard } = makeGuard({
-        account: { balanceUsd: balance, pricePerCharUsd: PRICE, priceCharacters: 1 },
+describeEachBackend('budget guard', (backend) => {
+  const makeGuard = (options: GuardTestOptions = {}) => makeGuardOn({ backend, ...options });
+
+  describe('the floor', () => {
+    // Balance, request sizes repeated until refused, how many are spoken, the refusal that stops them.
+    it.each([
+      { balance: 0.53, characters: 100, spoken: 3, stop: 'blocked' },
+      { balance: 0.535, characters: 100, spoken: 3, stop: 'would-cross-floor' },
+      { balance: 0.5001, characters: 1, spoken: 1, stop: 'blocked' },
+      { balance: 0.5, characters: 1, spoken: 0, stop: 'blocked' },
+      { balance: 0.505, characters: 100, spoken: 0, stop: 'would-cross-floor' },
+      { balance: 0.99, characters: 700, spoken: 7, stop: 'blocked' },
+      { balance: 0.995, characters: 700, spoken: 7, stop: 'would-cross-floor' },
+      { balance: 0.51, characters: 101, spoken: 0, stop: 'would-cross-floor' },
+    ])(
+      'balance $balance, $characters characters each: $spoken spoken, then $stop',
+      async ({ balance, characters, spoken, stop }) => {
+        const { guard } = await makeGuard({
+          account: { balanceUsd: balance, pricePerCharUsd: PRICE, priceCharacters: 1 },
+        });
+        const service = fakeService(balance, PRICE);
+        let count = 0;
+        let outcome = await speakOnce(guard, service, req(characters));
+        while (outcome === 'spoken') {
+          count += 1;
+          outcome = await speakOnce(guard, service, req(characters));
+        }
+        expect(count).toBe(spoken);
+        expect(outcome).toBe(stop);
+        expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
+        // Exactly where the next request would cross: one more of the same size would have taken it below.
+        expect(service.balanceUsd - characters * PRICE).toBeLessThan(0.5);
+        expect(service.charges).toHaveLength(spoken);
+      },
+    );
+
+    it('enters and persists the blocked state once even the cheapest request would cross', async () => {
+      const target = await backend.fresh();
+      const { guard, alerts, clock } = await makeGuard({
+        target,
+        account: { balanceUsd: 0.52, pricePerCharUsd: PRICE, priceCharacters: 100 },
       });
-      const service = fakeService(balance, PRICE);
-      let count = 0;
-      let outcome = speakOnce(guard, service, req(characters));
-      while (outcome === 'spoken') {
-        count += 1;
-        outcome = speakOnce(guard, service, req(characters));
-      }
-      expect(count).toBe(spoken);
-      expect(outcome).toBe(stop);
+      const service = fakeService(0.52, PRICE);
+      expect(await speakOnce(guard, service, req(100))).toBe('spoken');
+      clock.now += 5_000;
+      expect(await speakOnce(guard, service, req(100))).toBe('spoken');
+      const refusal = await guard.check(req(1));
+      expect(refusal).toMatchObject({
+        kind: 'blocked',
+        reason: 'floor-reached',
+        balanceUsd: 0.5,
+        floorUsd: 0.5,
+      });
+      expect(await guard.status()).toMatchObject({
+        status: 'blocked',
+        reason: 'floor-reached',
+        since: NOON + 5_000,
+      });
+      expect(alerts).toEqual([{ kind: 'blocked', reason: 'floor-reached', balanceUsd: 0.5, floorUsd: 0.5 }]);
+
+      const reopened = await makeGuard({ target });
+      expect(await reopened.guard.check(req(1))).toMatchObject({ kind: 'blocked', reason: 'floor-reached' });
+    });
+
+    it('does not block on an unknown balance: the first request goes through and teaches it', async () => {
+      const { guard } = await makeGuard({ pricePerCharUsd: PRICE });
+      const service = fakeService(3, PRICE);
+      expect(await guard.check(req(100))).toEqual({ kind: 'ok' });
+      expect(await speakOnce(guard, service, req(100))).toBe('spoken');
+      expect(await guard.status()).toMatchObject({ balanceUsd: 2.99, balanceSeenAt: NOON, status: 'active' });
+    });
+  });
+
+  describe('concurrency', () => {
+    it('fifty simultaneous reservations near the floor never overshoot it together', async () => {
+      const fresh = (
+        await makeGuard({
+          account: { balanceUsd: 0.535, pricePerCharUsd: PRICE, priceCharacters: 100 },
+        })
+      ).guard;
+      const service = fakeService(0.535, PRICE);
+      const outcomes = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => fresh.reserve(req(100, `m${i}`, `g${i % 5}`))),
+      );
+      const reserved = outcomes.flatMap((o) => (o.kind === 'reserved' ? [o.reservation] : []));
+      expect(reserved).toHaveLength(3);
+      expect(outcomes.filter((o) => o.kind === 'would-cross-floor')).toHaveLength(47);
+      expect(await fresh.status()).toMatchObject({ inFlight: 3, reservedUsd: 0.03 });
+      // Settled in reverse order, as responses may arrive.
+      for (const reservation of reserved.reverse()) await fresh.settle(reservation, service.charge(100));
+      expect(service.balanceUsd).toBeCloseTo(0.505, 9);
+      expect(await fresh.status()).toMatchObject({ inFlight: 0, reservedUsd: 0, balanceUsd: 0.505 });
+    });
+
+    it('while the price and balance are unknown, lets one generation through and makes the others wait', async () => {
+      const { guard } = await makeGuard();
+      const service = fakeService(0.535, PRICE);
+      const first = await guard.reserve(req(100));
+      expect(first.kind).toBe('reserved');
+      expect(await guard.reserve(req(100, 'm2'))).toEqual({ kind: 'learning' });
+      // /speak's pre-check does not refuse for learning.
+      expect(await guard.check(req(100, 'm2'))).toEqual({ kind: 'ok' });
+
+      const waiting = Array.from({ length: 49 }, (_, i) => guard.acquire(req(100, `w${i}`)));
+      await Promise.resolve();
+      expect((await guard.status()).inFlight).toBe(1);
+      if (first.kind !== 'reserved') throw new Error('unreachable');
+      await guard.settle(first.reservation, service.charge(100));
+      const outcomes = await Promise.all(waiting);
+      const reserved = outcomes.flatMap((o) => (o.kind === 'reserved' ? [o.reservation] : []));
+      // 0.525 left, floor 0.5: two more at 0.01.
+      expect(reserved).toHaveLength(2);
+      for (const reservation of reserved) await guard.settle(reservation, service.charge(100));
       expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
-      // Exactly where the next request would cross: one more of the same size would have taken it below.
-      expect(service.balanceUsd - characters * PRICE).toBeLessThan(0.5);
-      expect(service.charges).toHaveLength(spoken);
-    },
-  );
-
-  it('enters and persists the blocked state once even the cheapest request would cross', () => {
-    const path = tempDbPath();
-    const { guard, store, alerts, clock } = makeGuard({
-      store: createSqliteBudgetStore(openSqlite(path)),
-      account: { balanceUsd: 0.52, pricePerCharUsd: PRICE, priceCharacters: 100 },
+      expect((await guard.status()).priceSource).toBe('learned');
     });
-    const service = fakeService(0.52, PRICE);
-    expect(speakOnce(guard, service, req(100))).toBe('spoken');
-    clock.now += 5_000;
-    expect(speakOnce(guard, service, req(100))).toBe('spoken');
-    const refusal = guard.check(req(1));
-    expect(refusal).toMatchObject({
-      kind: 'blocked',
-      reason: 'floor-reached',
-      balanceUsd: 0.5,
-      floorUsd: 0.5,
+
+    it('fifty concurrent acquisitions on a fresh database stay at or above the floor', async () => {
+      const { guard } = await makeGuard();
+      const service = fakeService(0.535, PRICE);
+      const results = await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const outcome = await guard.acquire(req(100, `m${i}`));
+          if (outcome.kind !== 'reserved') return outcome.kind;
+          // Responses come back in a scrambled order.
+          for (let tick = 0; tick < (i * 7) % 5; tick++)
+            await new Promise((resolve) => setImmediate(resolve));
+          await guard.settle(outcome.reservation, service.charge(100));
+          return 'spoken';
+        }),
+      );
+      expect(results.filter((r) => r === 'spoken')).toHaveLength(3);
+      expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
+      expect(service.balanceUsd).toBeCloseTo(0.505, 9);
     });
-    expect(guard.status()).toMatchObject({ status: 'blocked', reason: 'floor-reached', since: NOON + 5_000 });
-    expect(alerts).toEqual([{ kind: 'blocked', reason: 'floor-reached', balanceUsd: 0.5, floorUsd: 0.5 }]);
-    store.close();
 
-    const reopened = makeGuard({ store: createSqliteBudgetStore(openSqlite(path)) });
-    expect(reopened.guard.check(req(1))).toMatchObject({ kind: 'blocked', reason: 'floor-reached' });
-    reopened.store.close();
-  });
-
-  it('does not block on an unknown balance: the first request goes through and teaches it', () => {
-    const { guard } = makeGuard({ pricePerCharUsd: PRICE });
-    const service = fakeService(3, PRICE);
-    expect(guard.check(req(100))).toEqual({ kind: 'ok' });
-    expect(speakOnce(guard, service, req(100))).toBe('spoken');
-    expect(guard.status()).toMatchObject({ balanceUsd: 2.99, balanceSeenAt: NOON, status: 'active' });
-  });
-});
-
-describe('concurrency', () => {
-  it('fifty simultaneous reservations near the floor never overshoot it together', () => {
-    const fresh = makeGuard({
-      account: { balanceUsd: 0.535, pricePerCharUsd: PRICE, priceCharacters: 100 },
-    }).guard;
-    const service = fakeService(0.535, PRICE);
-    const outcomes = Array.from({ length: 50 }, (_, i) => fresh.reserve(req(100, `m${i}`, `g${i % 5}`)));
-    const reserved = outcomes.flatMap((o) => (o.kind === 'reserved' ? [o.reservation] : []));
-    expect(reserved).toHaveLength(3);
-    expect(outcomes.filter((o) => o.kind === 'would-cross-floor')).toHaveLength(47);
-    expect(fresh.status()).toMatchObject({ inFlight: 3, reservedUsd: 0.03 });
-    // Settled in reverse order, as responses may arrive.
-    for (const reservation of reserved.reverse()) fresh.settle(reservation, service.charge(100));
-    expect(service.balanceUsd).toBeCloseTo(0.505, 9);
-    expect(fresh.status()).toMatchObject({ inFlight: 0, reservedUsd: 0, balanceUsd: 0.505 });
-  });
-
-  it('while the price and balance are unknown, lets one generation through and makes the others wait', async () => {
-    const { guard } = makeGuard();
-    const service = fakeService(0.535, PRICE);
-    const first = guard.reserve(req(100));
-    expect(first.kind).toBe('reserved');
-    expect(guard.reserve(req(100, 'm2'))).toEqual({ kind: 'learning' });
-    // /speak's pre-check does not refuse for learning.
-    expect(guard.check(req(100, 'm2'))).toEqual({ kind: 'ok' });
-
-    const waiting = Array.from({ length: 49 }, (_, i) => guard.acquire(req(100, `w${i}`)));
-    await Promise.resolve();
-    expect(guard.status().inFlight).toBe(1);
-    if (first.kind !== 'reserved') throw new Error('unreachable');
-    guard.settle(first.reservation, service.charge(100));
-    const outcomes = await Promise.all(waiting);
-    const reserved = outcomes.flatMap((o) => (o.kind === 'reserved' ? [o.reservation] : []));
-    // 0.525 left, floor 0.5: two more at 0.01.
-    expect(reserved).toHaveLength(2);
-    for (const reservation of reserved) guard.settle(reservation, service.charge(100));
-    expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
-    expect(guard.status().priceSource).toBe('learned');
-  });
-
-  it('fifty concurrent acquisitions on a fresh database stay at or above the floor', async () => {
-    const { guard } = makeGuard();
-    const service = fakeService(0.535, PRICE);
-    const results = await Promise.all(
-      Array.from({ length: 50 }, async (_, i) => {
-        const outcome = await guard.acquire(req(100, `m${i}`));
-        if (outcome.kind !== 'reserved') return outcome.kind;
-        // Responses come back in a scrambled order.
-        for (let tick = 0; tick < (i * 7) % 5; tick++) await new Promise((resolve) => setImmediate(resolve));
-        guard.settle(outcome.reservation, service.charge(100));
-        return 'spoken';
-      }),
-    );
-    expect(results.filter((r) => r === 'spoken')).toHaveLength(3);
-    expect(service.balanceUsd).toBeGreaterThanOrEqual(0.5);
-    expect(service.balanceUsd).toBeCloseTo(0.505, 9);
-  });
-
-  it('an aborted wait rejects and leaves nothing reserved', async () => {
-    const { guard } = makeGuard();
-    const first = guard.reserve(req(10));
-    const controller = new AbortController();
-    const waiting = guard.acquire(req(10, 'm2'), controller.signal);
-    controller.abort();
-    await expect(waiting).rejects.toBeInstanceOf(TtsAbortedError);
-    expect(guard.status().inFlight).toBe(1);
-    if (first.kind === 'reserved') guard.release(first.reservation, new TtsServiceError('boom'));
-    expect(guard.status().inFlight).toBe(0);
-  });
-});
-
-describe('a service refusal (402)', () => {
-  it('blocks at once, refuses before any call, and stays blocked after reopening the database', () => {
-    const path = tempDbPath();
-    const { guard, store, alerts } = makeGuard({
-      store: createSqliteBudgetStore(openSqlite(path)),
-      pricePerCharUsd: PRICE,
+    it('an aborted wait rejects and leaves nothing reserved', async () => {
+      const { guard } = await makeGuard();
+      const first = await guard.reserve(req(10));
+      const controller = new AbortController();
+      const waiting = guard.acquire(req(10, 'm2'), controller.signal);
+      controller.abort();
+      await expect(waiting).rejects.toBeInstanceOf(TtsAbortedError);
+      expect((await guard.status()).inFlight).toBe(1);
+      if (first.kind === 'reserved') await guard.release(first.reservation, new TtsServiceError('boom'));
+      expect((await guard.status()).inFlight).toBe(0);
     });
-    const reserved = guard.reserve(req(100));
-    if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
-    guard.release(
-      reserved.reservation,
-      new TtsInsufficientBalanceError('cannot pay', { status: 402, balanceUsd: 0.004 }),
-    );
-    const refusal = guard.check(req(1));
-    expect(refusal).toMatchObject({ kind: 'blocked', reason: 'service-refused', balanceUsd: 0.004 });
-    expect(guard.reserve(req(1)).kind).toBe('blocked');
-    expect(alerts).toEqual([
-      { kind: 'blocked', reason: 'service-refused', balanceUsd: 0.004, floorUsd: 0.5 },
-    ]);
-    store.close();
-
-    const restarted = makeGuard({ store: createSqliteBudgetStore(openSqlite(path)) });
-    expect(restarted.guard.check(req(1))).toMatchObject({ kind: 'blocked', reason: 'service-refused' });
-    expect(restarted.guard.status()).toMatchObject({ status: 'blocked', balanceUsd: 0.004 });
-    restarted.store.close();
   });
 
-  it('other errors only free the reservation', () => {
-    const { guard } = makeGuard({ pricePerCharUsd: PRICE });
-    const reserved = guard.reserve(req(100));
-    if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
-    guard.release(reserved.reservation, new TtsServiceError('500', { status: 500 }));
-    expect(guard.status()).toMatchObject({ status: 'active', inFlight: 0 });
-  });
-});
+  describe('a service refusal (402)', () => {
+    it('blocks at once, refuses before any call, and stays blocked after reopening the database', async () => {
+      const target = await backend.fresh();
+      const { guard, alerts } = await makeGuard({
+        target,
+        pricePerCharUsd: PRICE,
+      });
+      const reserved = await guard.reserve(req(100));
+      if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
+      await guard.release(
+        reserved.reservation,
+        new TtsInsufficientBalanceError('cannot pay', { status: 402, balanceUsd: 0.004 }),
+      );
+      const refusal = await guard.check(req(1));
+      expect(refusal).toMatchObject({ kind: 'blocked', reason: 'service-refused', balanceUsd: 0.004 });
+      expect((await guard.reserve(req(1))).kind).toBe('blocked');
+      expect(alerts).toEqual([
+        { kind: 'blocked', reason: 'service-refused', balanceUsd: 0.004, floorUsd: 0.5 },
+      ]);
 
-describe('recheck', () => {
-  const blockedGuard = () => {
-    const made = makeGuard({ pricePerCharUsd: PRICE });
-    const reserved = made.guard.reserve(req(100));
-    if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
-    made.guard.release(reserved.reservation, new TtsInsufficientBalanceError('no', { balanceUsd: 0.01 }));
-    return made;
-  };
-
-  it('stays blocked while the probed balance is not above the floor, resumes once it is', async () => {
-    const { guard, store, alerts } = blockedGuard();
-    const service = fakeService(0.45, PRICE);
-    const probe = async () => ({ ...service.charge(1), characters: 1 });
-    expect(await guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).toEqual({
-      kind: 'still-blocked',
-      balanceUsd: 0.4499,
-      floorUsd: 0.5,
+      const restarted = await makeGuard({ target });
+      expect(await restarted.guard.check(req(1))).toMatchObject({
+        kind: 'blocked',
+        reason: 'service-refused',
+      });
+      expect(await restarted.guard.status()).toMatchObject({ status: 'blocked', balanceUsd: 0.004 });
     });
-    expect(guard.check(req(1)).kind).toBe('blocked');
 
-    service.balanceUsd = 5; // the operator tops up
-    expect(await guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).toEqual({
-      kind: 'resumed',
-      balanceUsd: 4.9999,
-      floorUsd: 0.5,
+    it('other errors only free the reservation', async () => {
+      const { guard } = await makeGuard({ pricePerCharUsd: PRICE });
+      const reserved = await guard.reserve(req(100));
+      if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
+      await guard.release(reserved.reservation, new TtsServiceError('500', { status: 500 }));
+      expect(await guard.status()).toMatchObject({ status: 'active', inFlight: 0 });
     });
-    expect(guard.check(req(100))).toEqual({ kind: 'ok' });
-    expect(alerts.at(-1)).toEqual({ kind: 'resumed', balanceUsd: 4.9999, floorUsd: 0.5 });
-    expect(store.ledger().map((row) => [row.kind, row.userId, row.characters, row.costUsd])).toEqual([
-      ['probe', 'owner', 1, PRICE],
-      ['probe', 'owner', 1, PRICE],
-    ]);
   });
 
-  it('a probe refused for lack of credit leaves it blocked', async () => {
-    const { guard } = blockedGuard();
-    const probe = async () => {
-      throw new TtsInsufficientBalanceError('no', { status: 402, balanceUsd: 0 });
+  describe('recheck', () => {
+    const blockedGuard = async () => {
+      const made = await makeGuard({ pricePerCharUsd: PRICE });
+      const reserved = await made.guard.reserve(req(100));
+      if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
+      await made.guard.release(
+        reserved.reservation,
+        new TtsInsufficientBalanceError('no', { balanceUsd: 0.01 }),
+      );
+      return made;
     };
-    expect(await guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).toMatchObject({
-      kind: 'still-blocked',
-      balanceUsd: 0,
+
+    it('stays blocked while the probed balance is not above the floor, resumes once it is', async () => {
+      const { guard, store, alerts } = await blockedGuard();
+      const service = fakeService(0.45, PRICE);
+      const probe = async () => ({ ...service.charge(1), characters: 1 });
+      expect(await guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).toEqual({
+        kind: 'still-blocked',
+        balanceUsd: 0.4499,
+        floorUsd: 0.5,
+      });
+      expect((await guard.check(req(1))).kind).toBe('blocked');
+
+      service.balanceUsd = 5; // the operator tops up
+      expect(await guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).toEqual({
+        kind: 'resumed',
+        balanceUsd: 4.9999,
+        floorUsd: 0.5,
+      });
+      expect(await guard.check(req(100))).toEqual({ kind: 'ok' });
+      expect(alerts.at(-1)).toEqual({ kind: 'resumed', balanceUsd: 4.9999, floorUsd: 0.5 });
+      expect(
+        (await store.ledger()).map((row) => [row.kind, row.userId, row.characters, row.costUsd]),
+      ).toEqual([
+        ['probe', 'owner', 1, PRICE],
+        ['probe', 'owner', 1, PRICE],
+      ]);
     });
-    expect(guard.status().status).toBe('blocked');
+
+    it('a probe refused for lack of credit leaves it blocked', async () => {
+      const { guard } = await blockedGuard();
+      const probe = async () => {
+        throw new TtsInsufficientBalanceError('no', { status: 402, balanceUsd: 0 });
+      };
+      expect(await guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).toMatchObject({
+        kind: 'still-blocked',
+        balanceUsd: 0,
+      });
+      expect((await guard.status()).status).toBe('blocked');
+    });
+
+    it('rethrows other probe failures and frees its reservation', async () => {
+      const { guard } = await blockedGuard();
+      const probe = async () => {
+        throw new TtsServiceError('down', { status: 503 });
+      };
+      await expect(guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).rejects.toBeInstanceOf(
+        TtsServiceError,
+      );
+      expect(await guard.status()).toMatchObject({ status: 'blocked', inFlight: 0 });
+    });
+
+    it('refreshes the balance when nothing was blocked, trusting a higher figure', async () => {
+      const fresh = (
+        await makeGuard({
+          account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 },
+        })
+      ).guard;
+      const outcome = await fresh.recheck(
+        async () => ({ costUsd: PRICE, balanceUsd: 7, requestId: 'r', characters: 1 }),
+        {
+          guildId: 'g1',
+          userId: 'owner',
+        },
+      );
+      expect(outcome).toEqual({ kind: 'active', balanceUsd: 7, floorUsd: 0.5 });
+    });
   });
 
-  it('rethrows other probe failures and frees its reservation', async () => {
-    const { guard } = blockedGuard();
-    const probe = async () => {
-      throw new TtsServiceError('down', { status: 503 });
-    };
-    await expect(guard.recheck(probe, { guildId: 'g1', userId: 'owner' })).rejects.toBeInstanceOf(
-      TtsServiceError,
-    );
-    expect(guard.status()).toMatchObject({ status: 'blocked', inFlight: 0 });
+  describe('fairness', () => {
+    it('a server over its daily cap is refused with its own kind; other servers and the next UTC day are not', async () => {
+      const { guard, clock } = await makeGuard({ pricePerCharUsd: PRICE });
+      const service = fakeService(10, PRICE);
+      await guard.setDailyCap('g1', 0.02);
+      expect(await speakOnce(guard, service, req(100))).toBe('spoken');
+      // Reserved but not settled yet still counts against the cap.
+      const inFlight = await guard.reserve(req(100, 'm2'));
+      expect(inFlight.kind).toBe('reserved');
+      const refusal = await guard.check(req(100, 'm3'));
+      expect(refusal).toMatchObject({ kind: 'daily-cap', guildId: 'g1', spentUsd: 0.02, capUsd: 0.02 });
+      expect(refusal).toMatchObject({ resetsAt: Date.UTC(2026, 0, 16) });
+      expect(await guard.check(req(100, 'm3', 'g2'))).toEqual({ kind: 'ok' });
+
+      if (inFlight.kind === 'reserved') await guard.settle(inFlight.reservation, service.charge(100));
+      expect(await guard.spendToday('g1')).toMatchObject({ usd: 0.02, generations: 2, characters: 200 });
+      clock.now = Date.UTC(2026, 0, 16, 0, 0, 1);
+      expect(await guard.check(req(100))).toEqual({ kind: 'ok' });
+      await guard.setDailyCap('g1', null);
+      expect((await guard.guildSettings('g1')).dailyCapUsd).toBeNull();
+    });
+
+    it('a member over the rate limit is refused with its own kind and told when to retry', async () => {
+      const { guard, clock } = await makeGuard({ pricePerCharUsd: PRICE, memberCharsPerMinute: 250 });
+      const service = fakeService(10, PRICE);
+      expect(await speakOnce(guard, service, req(100))).toBe('spoken');
+      clock.now += 20_000;
+      expect(await speakOnce(guard, service, req(100, 'm1', 'g2'))).toBe('spoken');
+      clock.now += 10_000;
+      const refusal = await guard.check(req(100));
+      expect(refusal).toMatchObject({
+        kind: 'member-rate',
+        userId: 'm1',
+        usedCharacters: 200,
+        limitPerMinute: 250,
+        retryAfterMs: 30_000,
+      });
+      expect(await guard.check(req(50))).toEqual({ kind: 'ok' });
+      expect(await guard.check(req(100, 'm2'))).toEqual({ kind: 'ok' });
+      // Longer than the limit: no wait would help.
+      expect(await guard.check(req(251, 'm9'))).toMatchObject({
+        kind: 'member-rate',
+        retryAfterMs: undefined,
+      });
+      // Open reservations count too.
+      const open = await guard.reserve(req(50));
+      expect(open.kind).toBe('reserved');
+      expect((await guard.check(req(1))).kind).toBe('member-rate');
+      clock.now += 30_001;
+      expect((await guard.check(req(100))).kind).toBe('ok');
+    });
   });
 
-  it('refreshes the balance when nothing was blocked, trusting a higher figure', async () => {
-    const fresh = makeGuard({
-      account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 },
-    }).guard;
-    const outcome = await fresh.recheck(
-      async () => ({ costUsd: PRICE, balanceUsd: 7, requestId: 'r', characters: 1 }),
+  describe('price and balance learning', () => {
+    it('uses the configured price until the service reports costs, then the learned one (persisted)', async () => {
+      const target = await backend.fresh();
+      const { guard } = await makeGuard({
+        target,
+        pricePerCharUsd: 0.0002,
+      });
+      expect(await guard.status()).toMatchObject({ pricePerCharUsd: 0.0002, priceSource: 'configured' });
+      const reserved = await guard.reserve(req(100));
+      if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
+      expect(reserved.reservation.estimateUsd).toBe(0.02);
+      await guard.settle(reserved.reservation, { costUsd: 0.01, balanceUsd: 9.99, requestId: 'r1' });
+      expect(await guard.status()).toMatchObject({ pricePerCharUsd: 0.0001, priceSource: 'learned' });
+      const reopened = await makeGuard({ target, pricePerCharUsd: 0.0002 });
+      expect(await reopened.guard.status()).toMatchObject({
+        pricePerCharUsd: 0.0001,
+        priceSource: 'learned',
+      });
+    });
+
+    it('assumes a high price until one is configured or learned, so estimates never count as free', async () => {
+      const { guard } = await makeGuard();
+      expect(await guard.status()).toMatchObject({ priceSource: 'assumed', pricePerCharUsd: 0.0003 });
+      expect(guard.estimateUsd(100)).toBeCloseTo(0.03, 12);
+      expect((await makeGuard({ pricePerCharUsd: 0.0001 })).guard.estimateUsd(300)).toBe(0.03);
+    });
+
+    const base = {
+      balanceUsd: null,
+      balanceSeenAt: null,
+      blockedSince: null,
+      blockedReason: null,
+      warned: false,
+    } as const;
+    it.each([
+      { name: 'first figure', known: null, knownChars: null, cost: 0.0009, chars: 7, price: 0.0009 / 7 },
+      // 7 characters at 0.0000123 cost 86.1 µ$, billed 86 µ$: the 1000-character figure is the better one.
       {
+        name: 'keeps the more precise',
+        known: 0.0000123,
+        knownChars: 1000,
+        cost: 0.000086,
+        chars: 7,
+        price: 0.0000123,
+      },
+      {
+        name: 'takes a longer text',
+        known: 0.0000123,
+        knownChars: 7,
+        cost: 0.0123,
+        chars: 1000,
+        price: 0.0000123,
+      },
+      {
+        name: 'a price change replaces it',
+        known: 0.0001,
+        knownChars: 1000,
+        cost: 0.0002,
+        chars: 1,
+        price: 0.0002,
+      },
+    ])('learnPrice: $name', async ({ known, knownChars, cost, chars, price }) => {
+      const learned = learnPrice(
+        { ...base, pricePerCharUsd: known, priceCharacters: knownChars },
+        cost,
+        chars,
+      );
+      expect(learned.pricePerCharUsd).toBeCloseTo(price, 12);
+    });
+  });
+
+  describe('out-of-order settlement', () => {
+    const twoInFlight = async () => {
+      const { guard } = await makeGuard({
+        account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 },
+      });
+      const a = await guard.reserve(req(100));
+      const b = await guard.reserve(req(100, 'm2'));
+      if (a.kind !== 'reserved' || b.kind !== 'reserved') throw new Error('expected reservations');
+      return { guard, a: a.reservation, b: b.reservation };
+    };
+
+    it('does not trust a higher balance from a generation that overlapped others', async () => {
+      const { guard, a, b } = await twoInFlight();
+      // The service charged A then B; B's response arrives first.
+      await guard.settle(b, { costUsd: 0.01, balanceUsd: 0.98, requestId: 'b' });
+      await guard.settle(a, { costUsd: 0.01, balanceUsd: 0.99, requestId: 'a' });
+      expect((await guard.status()).balanceUsd).toBe(0.98);
+    });
+
+    it('trusts a higher balance from a generation that ran alone (a top-up between requests)', async () => {
+      const fresh = (
+        await makeGuard({
+          account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 },
+        })
+      ).guard;
+      const alone = await fresh.reserve(req(100));
+      if (alone.kind !== 'reserved') throw new Error('expected a reservation');
+      await fresh.settle(alone.reservation, { costUsd: 0.01, balanceUsd: 20, requestId: 'x' });
+      expect((await fresh.status()).balanceUsd).toBe(20);
+    });
+
+    it('a second settle of the same reservation changes nothing', async () => {
+      const { guard, a, b } = await twoInFlight();
+      await guard.settle(a, { costUsd: 0.01, balanceUsd: 0.99, requestId: 'a' });
+      await guard.settle(a, { costUsd: 0.01, balanceUsd: 0.5, requestId: 'a' });
+      await guard.release(b, new TtsServiceError('x'));
+      expect(await guard.status()).toMatchObject({ balanceUsd: 0.99, inFlight: 0 });
+    });
+  });
+
+  describe('the ledger', () => {
+    it('holds one row per settlement with server, member, characters, cost, balance after, request id and time', async () => {
+      const { guard, store, clock } = await makeGuard({ pricePerCharUsd: PRICE });
+      const service = fakeService(10, PRICE);
+      const settled: Reservation[] = [];
+      for (const [characters, user, server] of [
+        [100, 'm1', 'g1'],
+        [250, 'm2', 'g1'],
+        [40, 'm1', 'g2'],
+      ] as const) {
+        const outcome = await guard.reserve(req(characters, user, server));
+        if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
+        await guard.settle(outcome.reservation, service.charge(characters));
+        settled.push(outcome.reservation);
+        clock.now += 1_000;
+      }
+      expect((await store.ledger()).map(({ id: _id, day: _day, ...row }) => row)).toEqual([
+        {
+          kind: 'speech',
+          guildId: 'g1',
+          userId: 'm1',
+          characters: 100,
+          costUsd: 0.01,
+          estimatedCostUsd: 0.01,
+          balanceAfterUsd: 9.99,
+          requestId: 'req-1',
+          at: NOON,
+          wasted: null,
+        },
+        {
+          kind: 'speech',
+          guildId: 'g1',
+          userId: 'm2',
+          characters: 250,
+          costUsd: 0.025,
+          estimatedCostUsd: 0.025,
+          balanceAfterUsd: 9.965,
+          requestId: 'req-2',
+          at: NOON + 1_000,
+          wasted: null,
+        },
+        {
+          kind: 'speech',
+          guildId: 'g2',
+          userId: 'm1',
+          characters: 40,
+          costUsd: 0.004,
+          estimatedCostUsd: 0.004,
+          balanceAfterUsd: 9.961,
+          requestId: 'req-3',
+          at: NOON + 2_000,
+          wasted: null,
+        },
+      ]);
+      const spend = await guard.spendToday('g1');
+      expect(spend.usd).toBeCloseTo(0.035, 12);
+      expect(spend.members).toEqual([
+        { userId: 'm2', usd: 0.025, characters: 250, generations: 1 },
+        { userId: 'm1', usd: 0.01, characters: 100, generations: 1 },
+      ]);
+      const charged = service.charges.reduce((sum, c) => sum + c.costUsd, 0);
+      expect(spend.usd + (await guard.spendToday('g2')).usd).toBeCloseTo(charged, 12);
+    });
+
+    it('marks a settled row as wasted with the first reason given, and keeps it in the spend', async () => {
+      const { guard, store } = await makeGuard({ pricePerCharUsd: PRICE });
+      const service = fakeService(10, PRICE);
+      const outcome = await guard.reserve(req(100));
+      if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
+      const ledgerId = await guard.settle(outcome.reservation, service.charge(100));
+      expect(ledgerId).toBeTypeOf('number');
+      await guard.markWasted(ledgerId ?? -1, 'stop');
+      await guard.markWasted(ledgerId ?? -1, 'left');
+      expect(await store.ledger()).toMatchObject([{ id: ledgerId, wasted: 'stop', costUsd: 0.01 }]);
+      expect((await guard.spendToday('g1')).usd).toBeCloseTo(0.01, 12);
+    });
+
+    it('falls back to the estimate when the service sends no cost', async () => {
+      const { guard, store } = await makeGuard({ pricePerCharUsd: PRICE });
+      const outcome = await guard.reserve(req(100));
+      if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
+      await guard.settle(outcome.reservation, {
+        costUsd: undefined,
+        balanceUsd: undefined,
+        requestId: undefined,
+      });
+      expect((await store.ledger())[0]).toMatchObject({
+        costUsd: null,
+        estimatedCostUsd: 0.01,
+        balanceAfterUsd: null,
+      });
+      expect((await guard.spendToday('g1')).usd).toBe(0.01);
+    });
+  });
+
+  describe('warnings', () => {
+    it('warns once per crossing of the warning level, persisted, and again after a top-up', async () => {
+      const target = await backend.fresh();
+      const guard = await makeGuard({
+        target,
+        warnUsd: 0.6,
+        account: { balanceUsd: 0.62, pricePerCharUsd: PRICE, priceCharacters: 100 },
+      });
+      const service = fakeService(0.62, PRICE);
+      await speakOnce(guard.guard, service, req(100)); // 0.61
+      expect(guard.alerts).toEqual([]);
+      await speakOnce(guard.guard, service, req(100)); // 0.60: reached
+      expect(guard.alerts).toEqual([{ kind: 'warn', balanceUsd: 0.6, warnUsd: 0.6, floorUsd: 0.5 }]);
+      await speakOnce(guard.guard, service, req(100)); // 0.59
+      expect(guard.alerts).toHaveLength(1);
+
+      const restarted = await makeGuard({ target, warnUsd: 0.6 });
+      await speakOnce(restarted.guard, service, req(100)); // 0.58: still the same crossing
+      expect(restarted.alerts).toEqual([]);
+      service.balanceUsd = 2;
+      await restarted.guard.recheck(async () => ({ ...service.charge(1), characters: 1 }), {
         guildId: 'g1',
         userId: 'owner',
-      },
-    );
-    expect(outcome).toEqual({ kind: 'active', balanceUsd: 7, floorUsd: 0.5 });
-  });
-});
-
-describe('fairness', () => {
-  it('a server over its daily cap is refused with its own kind; other servers and the next UTC day are not', () => {
-    const { guard, clock } = makeGuard({ pricePerCharUsd: PRICE });
-    const service = fakeService(10, PRICE);
-    guard.setDailyCap('g1', 0.02);
-    expect(speakOnce(guard, service, req(100))).toBe('spoken');
-    // Reserved but not settled yet still counts against the cap.
-    const inFlight = guard.reserve(req(100, 'm2'));
-    expect(inFlight.kind).toBe('reserved');
-    const refusal = guard.check(req(100, 'm3'));
-    expect(refusal).toMatchObject({ kind: 'daily-cap', guildId: 'g1', spentUsd: 0.02, capUsd: 0.02 });
-    expect(refusal).toMatchObject({ resetsAt: Date.UTC(2026, 0, 16) });
-    expect(guard.check(req(100, 'm3', 'g2'))).toEqual({ kind: 'ok' });
-
-    if (inFlight.kind === 'reserved') guard.settle(inFlight.reservation, service.charge(100));
-    expect(guard.spendToday('g1')).toMatchObject({ usd: 0.02, generations: 2, characters: 200 });
-    clock.now = Date.UTC(2026, 0, 16, 0, 0, 1);
-    expect(guard.check(req(100))).toEqual({ kind: 'ok' });
-    guard.setDailyCap('g1', null);
-    expect(guard.guildSettings('g1').dailyCapUsd).toBeNull();
-  });
-
-  it('a member over the rate limit is refused with its own kind and told when to retry', () => {
-    const { guard, clock } = makeGuard({ pricePerCharUsd: PRICE, memberCharsPerMinute: 250 });
-    const service = fakeService(10, PRICE);
-    expect(speakOnce(guard, service, req(100))).toBe('spoken');
-    clock.now += 20_000;
-    expect(speakOnce(guard, service, req(100, 'm1', 'g2'))).toBe('spoken');
-    clock.now += 10_000;
-    const refusal = guard.check(req(100));
-    expect(refusal).toMatchObject({
-      kind: 'member-rate',
-      userId: 'm1',
-      usedCharacters: 200,
-      limitPerMinute: 250,
-      retryAfterMs: 30_000,
+      });
+      expect((await restarted.store.account()).warned).toBe(false);
+      restarted.alerts.length = 0;
+      for (let i = 0; i < 140; i++) await speakOnce(restarted.guard, service, req(100)); // 1.9999 down to 0.5999
+      expect(restarted.alerts).toEqual([{ kind: 'warn', balanceUsd: 0.5999, warnUsd: 0.6, floorUsd: 0.5 }]);
     });
-    expect(guard.check(req(50))).toEqual({ kind: 'ok' });
-    expect(guard.check(req(100, 'm2'))).toEqual({ kind: 'ok' });
-    // Longer than the limit: no wait would help.
-    expect(guard.check(req(251, 'm9'))).toMatchObject({ kind: 'member-rate', retryAfterMs: undefined });
-    // Open reservations count too.
-    const open = guard.reserve(req(50));
-    expect(open.kind).toBe('reserved');
-    expect(guard.check(req(1)).kind).toBe('member-rate');
-    clock.now += 30_001;
-    expect(guard.check(req(100)).kind).toBe('ok');
-  });
-});
 
-describe('price and balance learning', () => {
-  it('uses the configured price until the service reports costs, then the learned one (persisted)', () => {
-    const path = tempDbPath();
-    const { guard, store } = makeGuard({
-      store: createSqliteBudgetStore(openSqlite(path)),
-      pricePerCharUsd: 0.0002,
+    it('a block alerts once, without a separate warning', async () => {
+      const { guard, alerts } = await makeGuard({
+        warnUsd: 0.6,
+        account: { balanceUsd: 0.61, pricePerCharUsd: PRICE, priceCharacters: 100 },
+      });
+      const service = fakeService(0.61, PRICE);
+      await speakOnce(guard, service, req(1100)); // 0.50
+      expect(alerts).toEqual([{ kind: 'blocked', reason: 'floor-reached', balanceUsd: 0.5, floorUsd: 0.5 }]);
     });
-    expect(guard.status()).toMatchObject({ pricePerCharUsd: 0.0002, priceSource: 'configured' });
-    const reserved = guard.reserve(req(100));
-    if (reserved.kind !== 'reserved') throw new Error('expected a reservation');
-    expect(reserved.reservation.estimateUsd).toBe(0.02);
-    guard.settle(reserved.reservation, { costUsd: 0.01, balanceUsd: 9.99, requestId: 'r1' });
-    expect(guard.status()).toMatchObject({ pricePerCharUsd: 0.0001, priceSource: 'learned' });
-    store.close();
-    const reopened = makeGuard({ store: createSqliteBudgetStore(openSqlite(path)), pricePerCharUsd: 0.0002 });
-    expect(reopened.guard.status()).toMatchObject({ pricePerCharUsd: 0.0001, priceSource: 'learned' });
-    reopened.store.close();
-  });
-
-  it('assumes a high price until one is configured or learned, so estimates never count as free', () => {
-    const { guard } = makeGuard();
-    expect(guard.status()).toMatchObject({ priceSource: 'assumed', pricePerCharUsd: 0.0003 });
-    expect(guard.estimateUsd(100)).toBeCloseTo(0.03, 12);
-    expect(makeGuard({ pricePerCharUsd: 0.0001 }).guard.estimateUsd(300)).toBe(0.03);
-  });
-
-  const base = {
-    balanceUsd: null,
-    balanceSeenAt: null,
-    blockedSince: null,
-    blockedReason: null,
-    warned: false,
-  } as const;
-  it.each([
-    { name: 'first figure', known: null, knownChars: null, cost: 0.0009, chars: 7, price: 0.0009 / 7 },
-    // 7 characters at 0.0000123 cost 86.1 µ$, billed 86 µ$: the 1000-character figure is the better one.
-    {
-      name: 'keeps the more precise',
-      known: 0.0000123,
-      knownChars: 1000,
-      cost: 0.000086,
-      chars: 7,
-      price: 0.0000123,
-    },
-    {
-      name: 'takes a longer text',
-      known: 0.0000123,
-      knownChars: 7,
-      cost: 0.0123,
-      chars: 1000,
-      price: 0.0000123,
-    },
-    {
-      name: 'a price change replaces it',
-      known: 0.0001,
-      knownChars: 1000,
-      cost: 0.0002,
-      chars: 1,
-      price: 0.0002,
-    },
-  ])('learnPrice: $name', ({ known, knownChars, cost, chars, price }) => {
-    const learned = learnPrice({ ...base, pricePerCharUsd: known, priceCharacters: knownChars }, cost, chars);
-    expect(learned.pricePerCharUsd).toBeCloseTo(price, 12);
-  });
-});
-
-describe('out-of-order settlement', () => {
-  const twoInFlight = () => {
-    const { guard } = makeGuard({ account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 } });
-    const a = guard.reserve(req(100));
-    const b = guard.reserve(req(100, 'm2'));
-    if (a.kind !== 'reserved' || b.kind !== 'reserved') throw new Error('expected reservations');
-    return { guard, a: a.reservation, b: b.reservation };
-  };
-
-  it('does not trust a higher balance from a generation that overlapped others', () => {
-    const { guard, a, b } = twoInFlight();
-    // The service charged A then B; B's response arrives first.
-    guard.settle(b, { costUsd: 0.01, balanceUsd: 0.98, requestId: 'b' });
-    guard.settle(a, { costUsd: 0.01, balanceUsd: 0.99, requestId: 'a' });
-    expect(guard.status().balanceUsd).toBe(0.98);
-  });
-
-  it('trusts a higher balance from a generation that ran alone (a top-up between requests)', () => {
-    const fresh = makeGuard({
-      account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 },
-    }).guard;
-    const alone = fresh.reserve(req(100));
-    if (alone.kind !== 'reserved') throw new Error('expected a reservation');
-    fresh.settle(alone.reservation, { costUsd: 0.01, balanceUsd: 20, requestId: 'x' });
-    expect(fresh.status().balanceUsd).toBe(20);
-  });
-
-  it('a second settle of the same reservation changes nothing', () => {
-    const { guard, a, b } = twoInFlight();
-    guard.settle(a, { costUsd: 0.01, balanceUsd: 0.99, requestId: 'a' });
-    guard.settle(a, { costUsd: 0.01, balanceUsd: 0.5, requestId: 'a' });
-    guard.release(b, new TtsServiceError('x'));
-    expect(guard.status()).toMatchObject({ balanceUsd: 0.99, inFlight: 0 });
-  });
-});
-
-describe('the ledger', () => {
-  it('holds one row per settlement with server, member, characters, cost, balance after, request id and time', () => {
-    const { guard, store, clock } = makeGuard({ pricePerCharUsd: PRICE });
-    const service = fakeService(10, PRICE);
-    const settled: Reservation[] = [];
-    for (const [characters, user, server] of [
-      [100, 'm1', 'g1'],
-      [250, 'm2', 'g1'],
-      [40, 'm1', 'g2'],
-    ] as const) {
-      const outcome = guard.reserve(req(characters, user, server));
-      if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
-      guard.settle(outcome.reservation, service.charge(characters));
-      settled.push(outcome.reservation);
-      clock.now += 1_000;
-    }
-    expect(store.ledger().map(({ id: _id, day: _day, ...row }) => row)).toEqual([
-      {
-        kind: 'speech',
-        guildId: 'g1',
-        userId: 'm1',
-        characters: 100,
-        costUsd: 0.01,
-        estimatedCostUsd: 0.01,
-        balanceAfterUsd: 9.99,
-        requestId: 'req-1',
-        at: NOON,
-        wasted: null,
-      },
-      {
-        kind: 'speech',
-        guildId: 'g1',
-        userId: 'm2',
-        characters: 250,
-        costUsd: 0.025,
-        estimatedCostUsd: 0.025,
-        balanceAfterUsd: 9.965,
-        requestId: 'req-2',
-        at: NOON + 1_000,
-        wasted: null,
-      },
-      {
-        kind: 'speech',
-        guildId: 'g2',
-        userId: 'm1',
-        characters: 40,
-        costUsd: 0.004,
-        estimatedCostUsd: 0.004,
-        balanceAfterUsd: 9.961,
-        requestId: 'req-3',
-        at: NOON + 2_000,
-        wasted: null,
-      },
-    ]);
-    const spend = guard.spendToday('g1');
-    expect(spend.usd).toBeCloseTo(0.035, 12);
-    expect(spend.members).toEqual([
-      { userId: 'm2', usd: 0.025, characters: 250, generations: 1 },
-      { userId: 'm1', usd: 0.01, characters: 100, generations: 1 },
-    ]);
-    const charged = service.charges.reduce((sum, c) => sum + c.costUsd, 0);
-    expect(spend.usd + guard.spendToday('g2').usd).toBeCloseTo(charged, 12);
-  });
-
-  it('marks a settled row as wasted with the first reason given, and keeps it in the spend', () => {
-    const { guard, store } = makeGuard({ pricePerCharUsd: PRICE });
-    const service = fakeService(10, PRICE);
-    const outcome = guard.reserve(req(100));
-    if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
-    const ledgerId = guard.settle(outcome.reservation, service.charge(100));
-    expect(ledgerId).toBeTypeOf('number');
-    guard.markWasted(ledgerId ?? -1, 'stop');
-    guard.markWasted(ledgerId ?? -1, 'left');
-    expect(store.ledger()).toMatchObject([{ id: ledgerId, wasted: 'stop', costUsd: 0.01 }]);
-    expect(guard.spendToday('g1').usd).toBeCloseTo(0.01, 12);
-  });
-
-  it('falls back to the estimate when the service sends no cost', () => {
-    const { guard, store } = makeGuard({ pricePerCharUsd: PRICE });
-    const outcome = guard.reserve(req(100));
-    if (outcome.kind !== 'reserved') throw new Error('expected a reservation');
-    guard.settle(outcome.reservation, { costUsd: undefined, balanceUsd: undefined, requestId: undefined });
-    expect(store.ledger()[0]).toMatchObject({ costUsd: null, estimatedCostUsd: 0.01, balanceAfterUsd: null });
-    expect(guard.spendToday('g1').usd).toBe(0.01);
-  });
-});
-
-describe('warnings', () => {
-  it('warns once per crossing of the warning level, persisted, and again after a top-up', async () => {
-    const path = tempDbPath();
-    const guard = makeGuard({
-      store: createSqliteBudgetStore(openSqlite(path)),
-      warnUsd: 0.6,
-      account: { balanceUsd: 0.62, pricePerCharUsd: PRICE, priceCharacters: 100 },
-    });
-    const service = fakeService(0.62, PRICE);
-    speakOnce(guard.guard, service, req(100)); // 0.61
-    expect(guard.alerts).toEqual([]);
-    speakOnce(guard.guard, service, req(100)); // 0.60: reached
-    expect(guard.alerts).toEqual([{ kind: 'warn', balanceUsd: 0.6, warnUsd: 0.6, floorUsd: 0.5 }]);
-    speakOnce(guard.guard, service, req(100)); // 0.59
-    expect(guard.alerts).toHaveLength(1);
-    guard.store.close();
-
-    const restarted = makeGuard({ store: createSqliteBudgetStore(openSqlite(path)), warnUsd: 0.6 });
-    speakOnce(restarted.guard, service, req(100)); // 0.58: still the same crossing
-    expect(restarted.alerts).toEqual([]);
-    service.balanceUsd = 2;
-    await restarted.guard.recheck(async () => ({ ...service.charge(1), characters: 1 }), {
-      guildId: 'g1',
-      userId: 'owner',
-    });
-    expect(restarted.store.account().warned).toBe(false);
-    restarted.alerts.length = 0;
-    for (let i = 0; i < 140; i++) speakOnce(restarted.guard, service, req(100)); // 1.9999 down to 0.5999
-    expect(restarted.alerts).toEqual([{ kind: 'warn', balanceUsd: 0.5999, warnUsd: 0.6, floorUsd: 0.5 }]);
-    restarted.store.close();
-  });
-
-  it('a block alerts once, without a separate warning', () => {
-    const { guard, alerts } = makeGuard({
-      warnUsd: 0.6,
-      account: { balanceUsd: 0.61, pricePerCharUsd: PRICE, priceCharacters: 100 },
-    });
-    const service = fakeService(0.61, PRICE);
-    speakOnce(guard, service, req(1100)); // 0.50
-    expect(alerts).toEqual([{ kind: 'blocked', reason: 'floor-reached', balanceUsd: 0.5, floorUsd: 0.5 }]);
   });
 });
 
@@ -592,7 +633,7 @@ describe('describeRefusal', () => {
       'That message is 1,500 characters, more than the 1,000 characters a minute one member may use. Send a shorter one.',
     ],
   ];
-  it.each(cases)('%o', (refusal, sentence) => {
+  it.each(cases)('%o', async (refusal, sentence) => {
     expect(describeRefusal(refusal)).toBe(sentence);
   });
 
@@ -605,7 +646,7 @@ describe('describeRefusal', () => {
     [0.000015, '$0.000015'],
     [12.3456789, '$12.345679'],
     [-0.2, '-$0.20'],
-  ])('formatUsd(%d) is %s', (value, text) => {
+  ])('formatUsd(%d) is %s', async (value, text) => {
     expect(formatUsd(value)).toBe(text);
   });
 });

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   type AccountState,
   type BudgetAlert,
@@ -9,35 +6,47 @@ import {
   type BudgetRequest,
   type BudgetStore,
   createBudgetGuard,
-  createSqliteBudgetStore,
+  createBudgetStore,
   type Settlement,
 } from '../../src/budget/index.ts';
 import { silentLogger } from '../../src/log.ts';
-import { openSqlite } from '../../src/storage/sqlite.ts';
+import { type Database, openDatabase } from '../../src/storage/index.ts';
 import { TtsInsufficientBalanceError } from '../../src/tts/index.ts';
+import type { Backend, DatabaseTarget } from '../support/databases.ts';
 
 /** 2026-01-15 12:00 UTC. */
 export const NOON = Date.UTC(2026, 0, 15, 12, 0, 0);
 
-/** A guard on an in-memory (or given) store with a settable clock; alerts are collected. */
-export function makeGuard(
-  options: Partial<Omit<BudgetGuardOptions, 'store' | 'now' | 'logger' | 'onAlert'>> & {
-    store?: BudgetStore;
-    start?: number;
-    /** Written into the store before the guard reads it. */
-    account?: Partial<AccountState>;
-  } = {},
-): {
+/** Options of {@link makeGuard}. */
+export type GuardTestOptions = Partial<Omit<BudgetGuardOptions, 'store' | 'now' | 'logger' | 'onAlert'>> & {
+  /** The database to open (a restart opens the same target again); an in-memory SQLite one by default. */
+  target?: DatabaseTarget;
+  /** A fresh database of this backend, when no target is given. */
+  backend?: Backend;
+  start?: number;
+  /** Written into the store before the guard reads it. */
+  account?: Partial<AccountState>;
+};
+
+/** A guard on a fresh (or given) database with a settable clock; alerts are collected. */
+export async function makeGuard(options: GuardTestOptions = {}): Promise<{
   guard: BudgetGuard;
   store: BudgetStore;
+  db: Database;
   alerts: BudgetAlert[];
   clock: { now: number };
-} {
-  const { store = createSqliteBudgetStore(openSqlite(':memory:')), start = NOON, account, ...rest } = options;
-  if (account) store.saveAccount({ ...store.account(), ...account });
+}> {
+  const { target, backend, start = NOON, account, ...rest } = options;
+  const db = target
+    ? target.open()
+    : backend
+      ? (await backend.fresh()).open()
+      : openDatabase({ kind: 'sqlite', path: ':memory:' });
+  const store = await createBudgetStore(db);
+  if (account) await seedAccount(store, account);
   const clock = { now: start };
   const alerts: BudgetAlert[] = [];
-  const guard = createBudgetGuard({
+  const guard = await createBudgetGuard({
     store,
     floorUsd: 0.5,
     memberCharsPerMinute: 1_000_000,
@@ -46,7 +55,7 @@ export function makeGuard(
     onAlert: (alert) => alerts.push(alert),
     ...rest,
   });
-  return { guard, store, alerts, clock };
+  return { guard, store, db, alerts, clock };
 }
 
 /**
@@ -84,33 +93,23 @@ export function fakeService(balanceUsd: number, pricePerCharUsd = 0.0001) {
   };
 }
 
-/** Reserve, charge, settle (or release on a 402): one generation done synchronously. Returns the outcome kind. */
-export function speakOnce(
+/** Reserve, charge, settle (or release on a 402): one generation, start to end. Returns the outcome kind. */
+export async function speakOnce(
   guard: BudgetGuard,
   service: ReturnType<typeof fakeService>,
   request: BudgetRequest,
-): string {
-  const outcome = guard.reserve(request);
+): Promise<string> {
+  const outcome = await guard.reserve(request);
   if (outcome.kind !== 'reserved') return outcome.kind;
+  let settlement: Settlement;
   try {
-    guard.settle(outcome.reservation, service.charge(request.characters));
-    return 'spoken';
+    settlement = service.charge(request.characters);
   } catch (error) {
-    guard.release(outcome.reservation, error);
+    await guard.release(outcome.reservation, error);
     return 'service-refused';
   }
-}
-
-/** A temporary database file path; {@link cleanTempDirs} removes it. */
-const dirs: string[] = [];
-export function tempDbPath(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'herald-budget-'));
-  dirs.push(dir);
-  return join(dir, 'herald.sqlite');
-}
-
-export function cleanTempDirs(): void {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  await guard.settle(outcome.reservation, settlement);
+  return 'spoken';
 }
 
 /** A request of `characters` by member `userId` (default `m1`) in server `guildId` (default `g1`). */
@@ -119,6 +118,6 @@ export function req(characters: number, userId = 'm1', guildId = 'g1'): BudgetRe
 }
 
 /** Writes a known account state (balance, price, …) into a store before a guard reads it. */
-export function seedAccount(store: BudgetStore, state: Partial<AccountState>): void {
-  store.saveAccount({ ...store.account(), ...state });
+export async function seedAccount(store: BudgetStore, state: Partial<AccountState>): Promise<void> {
+  await store.saveAccount({ ...(await store.account()), ...state });
 }

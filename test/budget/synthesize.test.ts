@@ -50,7 +50,7 @@ function result(money: Partial<GenerateResult>): GenerateResult {
 
 describe('budgetedSynthesize', () => {
   it('refuses before any call to the service, with a sentence the member sees', async () => {
-    const { guard } = makeGuard({
+    const { guard } = await makeGuard({
       account: { balanceUsd: 0.5, pricePerCharUsd: 0.0001, priceCharacters: 100 },
     });
     let calls = 0;
@@ -71,12 +71,12 @@ describe('budgetedSynthesize', () => {
   });
 
   it('settles with the response headers, counting the text’s code points, under the given server', async () => {
-    const { guard, store } = makeGuard();
+    const { guard, store } = await makeGuard();
     const synthesize = budgetedSynthesize(guard, async (request) =>
       result({ costUsd: 0.0003, balanceUsd: 9.9997, requestId: `r-${request.text}` }),
     ).synthesize;
     await synthesize(speech('a😀b', 'm7'), new AbortController().signal, 'g9');
-    expect(store.ledger()).toMatchObject([
+    expect(await store.ledger()).toMatchObject([
       {
         guildId: 'g9',
         userId: 'm7',
@@ -86,18 +86,18 @@ describe('budgetedSynthesize', () => {
         requestId: 'r-a😀b',
       },
     ]);
-    expect(guard.status()).toMatchObject({ balanceUsd: 9.9997, priceSource: 'learned', inFlight: 0 });
-    expect(guard.status().pricePerCharUsd).toBeCloseTo(0.0001, 12);
+    expect(await guard.status()).toMatchObject({ balanceUsd: 9.9997, priceSource: 'learned', inFlight: 0 });
+    expect((await guard.status()).pricePerCharUsd).toBeCloseTo(0.0001, 12);
   });
 
   it('a 402 from the service releases the reservation, blocks, and is rethrown', async () => {
-    const { guard } = makeGuard({ pricePerCharUsd: 0.0001 });
+    const { guard } = await makeGuard({ pricePerCharUsd: 0.0001 });
     const refused = new TtsInsufficientBalanceError('no', { status: 402, balanceUsd: 0.01 });
     const synthesize = budgetedSynthesize(guard, async () => {
       throw refused;
     }).synthesize;
     await expect(synthesize(speech('hi'), new AbortController().signal, 'g1')).rejects.toBe(refused);
-    expect(guard.status()).toMatchObject({ status: 'blocked', reason: 'service-refused', inFlight: 0 });
+    expect(await guard.status()).toMatchObject({ status: 'blocked', reason: 'service-refused', inFlight: 0 });
   });
 });
 
@@ -153,7 +153,7 @@ describe('on the TTS emulator (loopback HTTP)', () => {
 
   it('fifty concurrent requests near the floor, on a fresh database: the balance ends at or above it', async () => {
     const { emulator, generate } = await setUp(0.535);
-    const { guard } = makeGuard();
+    const { guard } = await makeGuard();
     const synthesize = budgetedSynthesize(guard, generate).synthesize;
     const outcomes = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
@@ -166,13 +166,14 @@ describe('on the TTS emulator (loopback HTTP)', () => {
     console.log('fifty concurrent:', JSON.stringify(countBy(outcomes)), 'final balance', emulator.balanceUsd);
     expect(outcomes.filter((o) => o === 'spoken')).toHaveLength(3);
     expect(emulator.balanceUsd).toBeGreaterThanOrEqual(0.5);
-    const recorded = ['g0', 'g1', 'g2'].reduce((sum, g) => sum + guard.spendToday(g).usd, 0);
+    let recorded = 0;
+    for (const g of ['g0', 'g1', 'g2']) recorded += (await guard.spendToday(g)).usd;
     expect(recorded).toBeCloseTo(emulator.totalChargedUsd(), 9);
   });
 
   it('a 402 blocks at once; nothing more reaches the service; recheck after a top-up resumes', async () => {
     const { emulator, tts, generate } = await setUp(10);
-    const { guard } = makeGuard();
+    const { guard } = await makeGuard();
     const synthesize = budgetedSynthesize(guard, generate).synthesize;
     const signal = new AbortController().signal;
     await synthesize(speech('hello there'), signal, 'g1');

@@ -1,18 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { CACHE_DEFAULTS, createSqliteCacheStore, parseCacheConfig } from '../../src/cache/index.ts';
-import { openSqlite } from '../../src/storage/sqlite.ts';
+import { CACHE_DEFAULTS, createCacheStore, parseCacheConfig } from '../../src/cache/index.ts';
+import { openDatabase } from '../../src/storage/index.ts';
+
+const memory = () => openDatabase({ kind: 'sqlite', path: ':memory:' });
 
 describe('the cache store', () => {
   it('keeps one secret per installation, across reopening', async () => {
-    const db = openSqlite(':memory:');
-    const first = await createSqliteCacheStore(db).secret();
+    const db = memory();
+    const first = await (await createCacheStore(db)).secret();
     expect(first).toHaveLength(32);
-    expect((await createSqliteCacheStore(db).secret()).equals(first)).toBe(true);
-    expect((await createSqliteCacheStore(openSqlite(':memory:')).secret()).equals(first)).toBe(false);
+    expect((await (await createCacheStore(db)).secret()).equals(first)).toBe(true);
+    expect((await (await createCacheStore(memory())).secret()).equals(first)).toBe(false);
   });
 
   it('lets a server turn caching off and on; on by default', async () => {
-    const store = createSqliteCacheStore(openSqlite(':memory:'));
+    const store = await createCacheStore(memory());
     expect(await store.guildEnabled('g1')).toBe(true);
     await store.setGuildEnabled('g1', false);
     expect(await store.guildEnabled('g1')).toBe(false);
@@ -22,7 +24,7 @@ describe('the cache store', () => {
   });
 
   it('sums hits per server, for a day and in total', async () => {
-    const store = createSqliteCacheStore(openSqlite(':memory:'));
+    const store = await createCacheStore(memory());
     const day1 = Date.UTC(2026, 0, 1, 12);
     const day2 = Date.UTC(2026, 0, 2, 12);
     await store.recordHit({ guildId: 'g1', userId: 'u', characters: 10, savedUsd: 0.001, at: day1 });

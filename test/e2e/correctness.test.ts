@@ -3,11 +3,11 @@
  * in: an abort while the next utterance downloads, paid audio never heard, a guard that failed open or locked for
  * good, unbounded queues and Discord's three-second deadline.
  */
+
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Channel, Guild, Member } from '../../emulators/discord/index.ts';
 import { expectedDurationMs } from '../../emulators/tts/index.ts';
-import { createSqliteBudgetStore, type LedgerEntry } from '../../src/budget/index.ts';
-import { openSqlite } from '../../src/storage/sqlite.ts';
 import { createWorld, type World } from './harness.ts';
 
 const worlds: World[] = [];
@@ -22,12 +22,14 @@ async function open(options: Parameters<typeof createWorld>[0] = {}): Promise<Wo
 }
 
 /** The ledger as Herald wrote it (read from its database file while it runs). */
-function ledger(world: World, guildId = world.guild.id): LedgerEntry[] {
-  const store = createSqliteBudgetStore(openSqlite(world.databasePath));
+function ledger(world: World, guildId = world.guild.id): { wasted: string | null }[] {
+  const db = new DatabaseSync(world.databasePath, { readOnly: true });
   try {
-    return store.ledger({ guildId }).filter((row) => row.kind === 'speech');
+    return db
+      .prepare("SELECT wasted FROM budget_ledger WHERE kind = 'speech' AND guild_id = ? ORDER BY at, id")
+      .all(guildId) as { wasted: string | null }[];
   } finally {
-    store.close();
+    db.close();
   }
 }
 

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commands } from '../../commands/index.ts';
 import { type DiscordEmulator, type Guild, startDiscordEmulator } from '../../emulators/discord/index.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
-import { createSqliteAutoReadStore } from '../../src/autoread/settings.ts';
-import { createSqliteBudgetStore } from '../../src/budget/index.ts';
+import { createAutoReadStore } from '../../src/autoread/settings.ts';
+import { createBudgetStore } from '../../src/budget/index.ts';
 import { parseConfig } from '../../src/config.ts';
 import {
   blocksSpeaking,
@@ -18,7 +18,7 @@ import {
   formatDoctorReport,
   runDoctor,
 } from '../../src/ops/index.ts';
-import { createSqliteSettingsStore, openSqlite } from '../../src/storage/sqlite.ts';
+import { createSettingsStore, openDatabase } from '../../src/storage/index.ts';
 import { createTtsClient } from '../../src/tts/index.ts';
 import { heraldEnv } from './harness.ts';
 
@@ -58,13 +58,13 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'herald-doctor-'));
   dbPath = join(dataDir, 'herald.sqlite');
   // The database as a running Herald leaves it: migrated, a balance seen, an auto-read channel bound.
-  const db = openSqlite(dbPath);
-  createSqliteSettingsStore(db);
+  const db = openDatabase({ kind: 'sqlite', path: dbPath });
+  await createSettingsStore(db);
   const general = guild.addTextChannel('read-aloud');
-  await createSqliteAutoReadStore(db).bindChannel(guild.id, general.id, true);
-  const budget = createSqliteBudgetStore(db);
-  budget.saveAccount({ ...budget.account(), balanceUsd: 9.5, balanceSeenAt: Date.now() });
-  db.close();
+  await (await createAutoReadStore(db)).bindChannel(guild.id, general.id, true);
+  const budget = await createBudgetStore(db);
+  await budget.saveAccount({ ...(await budget.account()), balanceUsd: 9.5, balanceSeenAt: Date.now() });
+  await db.close();
 });
 afterAll(async () => {
   await Promise.all([discord?.close(), tts?.close()]);
@@ -194,10 +194,10 @@ describe('npm run doctor', () => {
   });
 
   it('finds a stored voice the service no longer offers, which does not stop Herald', async () => {
-    const db = openSqlite(dbPath);
-    const settings = createSqliteSettingsStore(db);
+    const db = openDatabase({ kind: 'sqlite', path: dbPath });
+    const settings = await createSettingsStore(db);
     await settings.setGuildSpeaker(guild.id, GONE_VOICE);
-    db.close();
+    await db.close();
     try {
       const { checks, report } = await doctor();
       expect(failed(checks)).toEqual([
@@ -211,9 +211,9 @@ describe('npm run doctor', () => {
       expect(blocksSpeaking(checks)).toBe(false);
       expect(report).toContain('Herald can speak; 1 thing to fix.');
     } finally {
-      const again = openSqlite(dbPath);
-      await createSqliteSettingsStore(again).setGuildSpeaker(guild.id, null);
-      again.close();
+      const again = openDatabase({ kind: 'sqlite', path: dbPath });
+      await (await createSettingsStore(again)).setGuildSpeaker(guild.id, null);
+      await again.close();
     }
   });
 

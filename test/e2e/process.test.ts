@@ -4,12 +4,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DiscordEmulator, startDiscordEmulator } from '../../emulators/discord/index.ts';
 import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
-import { createSqliteBudgetStore, type LedgerEntry } from '../../src/budget/index.ts';
-import { openSqlite } from '../../src/storage/sqlite.ts';
 import { heraldEnv } from './harness.ts';
 
 // Herald as an operator runs it: `npm start` and `npm run deploy-commands` as real processes.
@@ -169,12 +168,15 @@ describe('npm start', () => {
   });
 });
 
-function speechRows(databasePath: string): LedgerEntry[] {
-  const store = createSqliteBudgetStore(openSqlite(databasePath));
+/** The speech rows of the ledger, read straight from Herald's database file while it runs. */
+function speechRows(databasePath: string): { wasted: string | null }[] {
+  const db = new DatabaseSync(databasePath, { readOnly: true });
   try {
-    return store.ledger().filter((row) => row.kind === 'speech');
+    return db.prepare("SELECT wasted FROM budget_ledger WHERE kind = 'speech' ORDER BY at, id").all() as {
+      wasted: string | null;
+    }[];
   } finally {
-    store.close();
+    db.close();
   }
 }
 describe('npm start under DAVE', () => {

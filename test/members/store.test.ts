@@ -1,18 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import {
-  createSqliteMemberStore,
+  createMemberStore,
   MEMBER_LIMITS,
   resolveTemperature,
   tunedSynthesize,
 } from '../../src/members/index.ts';
-import { openSqlite } from '../../src/storage/sqlite.ts';
+import { openDatabase } from '../../src/storage/index.ts';
 import type { SpeechRequest, Synthesize } from '../../src/voice/session.ts';
 
-const store = () => createSqliteMemberStore(openSqlite(':memory:'));
+const store = () => createMemberStore(openDatabase({ kind: 'sqlite', path: ':memory:' }));
 
 describe('the member store', () => {
   it('keeps a dictionary per server, replacing a word whatever its case, and forgets words', async () => {
-    const s = store();
+    const s = await store();
     expect(await s.addWord('g', 'GG', 'good game')).toEqual({ kind: 'added' });
     expect(await s.addWord('g', 'gg', 'gee gee')).toEqual({ kind: 'replaced', previous: 'good game' });
     expect(await s.addWord('g', '  New   York ', ' the  big apple ')).toEqual({ kind: 'added' });
@@ -26,7 +26,7 @@ describe('the member store', () => {
   });
 
   it('bounds the dictionary: 500 words of at most 100 characters, never empty', async () => {
-    const s = store();
+    const s = await store();
     for (let i = 0; i < MEMBER_LIMITS.dictionaryEntries; i++) {
       expect((await s.addWord('g', `word${i}`, 'x')).kind).toBe('added');
     }
@@ -40,7 +40,7 @@ describe('the member store', () => {
   });
 
   it('blocks and unblocks, saying whether anything changed', async () => {
-    const s = store();
+    const s = await store();
     expect(await s.setBlocked('g', 'u', true)).toBe(true);
     expect(await s.setBlocked('g', 'u', true)).toBe(false);
     expect(await s.blocked('g', 'u')).toBe(true);
@@ -51,7 +51,7 @@ describe('the member store', () => {
   });
 
   it('keeps spoken names and temperatures apart per member, and refuses out-of-range values', async () => {
-    const s = store();
+    const s = await store();
     await s.setSpokenName('g', 'u', 'Bobby');
     await s.setMemberTemperature('g', 'u', 1.4);
     expect(await s.spokenName('g', 'u')).toBe('Bobby');
@@ -67,7 +67,7 @@ describe('the member store', () => {
 
 describe('temperature', () => {
   it('is the member’s, else the server’s, else the service default', async () => {
-    const s = store();
+    const s = await store();
     expect(await resolveTemperature(s, 'g', 'u')).toBeUndefined();
     await s.setGuildTemperature('g', 0.7);
     expect(await resolveTemperature(s, 'g', 'u')).toBe(0.7);
@@ -76,7 +76,7 @@ describe('temperature', () => {
   });
 
   it('is added to each request in the current form only, never over one the request set', async () => {
-    const s = store();
+    const s = await store();
     await s.setMemberTemperature('g', 'u', 1.2);
     const seen: (number | undefined)[] = [];
     const inner: Synthesize = async (request) => {

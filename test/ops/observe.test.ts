@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { type BudgetStore, createSqliteBudgetStore } from '../../src/budget/index.ts';
+import { type BudgetStore, createBudgetStore } from '../../src/budget/index.ts';
 import { createLogger } from '../../src/log.ts';
 import {
   logUtterances,
@@ -9,7 +9,7 @@ import {
   observeBudgetStore,
   observeGenerate,
 } from '../../src/ops/index.ts';
-import { openSqlite } from '../../src/storage/sqlite.ts';
+import { openDatabase } from '../../src/storage/index.ts';
 import { TtsAbortedError, TtsTimeoutError } from '../../src/tts/index.ts';
 import type { SpeechRequest } from '../../src/voice/session.ts';
 
@@ -40,9 +40,12 @@ const request: SpeechRequest = {
 };
 
 describe('observeBudgetStore', () => {
-  it('reports each ledger row as charged and each transition into a stop once', () => {
+  it('reports each ledger row as charged and each transition into a stop once', async () => {
     const { events, seen } = recorder();
-    const store: BudgetStore = observeBudgetStore(createSqliteBudgetStore(openSqlite(':memory:')), events);
+    const store: BudgetStore = observeBudgetStore(
+      await createBudgetStore(openDatabase({ kind: 'sqlite', path: ':memory:' })),
+      events,
+    );
     const entry = {
       kind: 'speech' as const,
       guildId: '1',
@@ -54,19 +57,32 @@ describe('observeBudgetStore', () => {
       requestId: null,
       at: 1,
     };
-    store.recordGeneration(entry, store.account());
-    const blocked = { ...store.account(), blockedSince: 2, blockedReason: 'floor-reached' as const };
-    store.recordGeneration({ ...entry, costUsd: null }, blocked);
-    store.saveAccount(blocked);
-    store.saveAccount({ ...blocked, blockedSince: null, blockedReason: null });
-    store.saveAccount({ ...blocked, blockedReason: 'service-refused' });
+    const blocked = { ...(await store.account()), blockedSince: 2, blockedReason: 'floor-reached' as const };
+    await store.locked(async (tx) => {
+      await tx.recordGeneration(entry, 1);
+      // A settlement recorded again is not charged again.
+      await tx.recordGeneration(entry, 1);
+    });
+    await store.locked(async (tx) => {
+      await tx.recordGeneration({ ...entry, costUsd: null }, 2);
+      await tx.saveAccount(blocked);
+    });
+    // A transaction that rolls back reports nothing.
+    await expect(
+      store.locked(async (tx) => {
+        await tx.recordGeneration(entry, 3);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    await store.saveAccount({ ...blocked, blockedSince: null, blockedReason: null });
+    await store.saveAccount({ ...blocked, blockedReason: 'service-refused' });
     expect(seen).toEqual([
       ['charged', 20, 0.002],
       ['charged', 20, 0],
       ['budgetStopped', 'floor-reached'],
       ['budgetStopped', 'service-refused'],
     ]);
-    expect(store.ledger()).toHaveLength(2);
+    expect(await store.ledger()).toHaveLength(2);
   });
 });
 

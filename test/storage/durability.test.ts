@@ -1,5 +1,5 @@
 /**
- * What `openSqlite`'s durability settings promise: WAL with synchronous=NORMAL (no fsync on the event loop for
+ * What the SQLite database's durability settings promise: WAL with synchronous=NORMAL (no fsync on the event loop for
  * each commit), and a committed row survives `kill -9` of the process that wrote it (only an OS crash or power loss
  * can lose the last commits, which a test cannot stage).
  */
@@ -9,24 +9,24 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqlite } from '../../src/storage/sqlite.ts';
+import { openSqliteDatabase } from '../../src/storage/sqlite/database.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-const SQLITE_MODULE = join(import.meta.dirname, '..', '..', 'src', 'storage', 'sqlite.ts');
+const SQLITE_MODULE = join(import.meta.dirname, '..', '..', 'src', 'storage', 'sqlite', 'database.ts');
 
 describe('SQLite durability', () => {
-  it('commits to the WAL without a full sync', () => {
+  it('commits to the WAL without a full sync', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'herald-wal-'));
     dirs.push(dir);
-    const db = openSqlite(join(dir, 'herald.sqlite'));
-    expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+    const db = openSqliteDatabase(join(dir, 'herald.sqlite'));
+    expect(await db.get('PRAGMA journal_mode')).toEqual({ journal_mode: 'wal' });
     // 1 = NORMAL, 2 = FULL.
-    expect(db.prepare('PRAGMA synchronous').get()).toEqual({ synchronous: 1 });
-    db.close();
+    expect(await db.get('PRAGMA synchronous')).toEqual({ synchronous: 1 });
+    await db.close();
   });
 
   it('keeps a committed charge when the process is killed with SIGKILL right after the commit', async () => {
@@ -35,10 +35,10 @@ describe('SQLite durability', () => {
     const path = join(dir, 'herald.sqlite');
     // The child commits one row, says so, and then hangs until it is killed: no close, no checkpoint.
     const script = `
-      const { openSqlite } = await import(${JSON.stringify(SQLITE_MODULE)});
-      const db = openSqlite(${JSON.stringify(path)});
-      db.exec('CREATE TABLE charges (id INTEGER PRIMARY KEY, cost_nano INTEGER NOT NULL)');
-      db.prepare('INSERT INTO charges (cost_nano) VALUES (?)').run(123456789);
+      const { openSqliteDatabase } = await import(${JSON.stringify(SQLITE_MODULE)});
+      const db = openSqliteDatabase(${JSON.stringify(path)});
+      await db.run('CREATE TABLE charges (id INTEGER PRIMARY KEY, cost_nano INTEGER NOT NULL)');
+      await db.run('INSERT INTO charges (cost_nano) VALUES ($1)', [123456789]);
       process.stdout.write('committed\\n');
       setInterval(() => {}, 1000);
     `;
@@ -56,8 +56,8 @@ describe('SQLite durability', () => {
     const [, signal] = await exited;
     expect(signal).toBe('SIGKILL');
 
-    const db = openSqlite(path);
-    expect(db.prepare('SELECT cost_nano FROM charges').all()).toEqual([{ cost_nano: 123456789 }]);
-    db.close();
+    const db = openSqliteDatabase(path);
+    expect(await db.all('SELECT cost_nano FROM charges')).toEqual([{ cost_nano: 123456789 }]);
+    await db.close();
   });
 });

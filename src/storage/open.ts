@@ -1,0 +1,15 @@
+import type { Database } from './database.ts';
+import { openPostgresDatabase } from './postgres/database.ts';
+import { openSqliteDatabase } from './sqlite/database.ts';
+
+/** Where Herald's data lives, as parsed from `DATABASE_URL`. */
+export type DatabaseConfig =
+  | { readonly kind: 'sqlite'; readonly path: string }
+  | { readonly kind: 'postgres'; readonly url: string; readonly poolSize: number };
+
+/** Opens the configured database: a SQLite file (or `:memory:`) or a PostgreSQL pool. */
+export function openDatabase(config: DatabaseConfig): Database {
+  return config.kind === 'sqlite'
+    ? openSqliteDatabase(config.path)
+    : openPostgresDatabase({ url: config.url, poolSize: config.poolSize });
+}

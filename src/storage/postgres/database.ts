@@ -1,0 +1,126 @@
+import pg from 'pg';
+import {
+  type Database,
+  type Migrations,
+  newerSchemaError,
+  type Queryable,
+  type SqlValue,
+} from '../database.ts';
+
+/** Options of {@link openPostgresDatabase}. */
+export interface PostgresOptions {
+  /** `postgres://user:password@host:port/database` (or `postgresql://…`). */
+  readonly url: string;
+  /** Most connections this process opens (`DATABASE_POOL_SIZE`). */
+  readonly poolSize: number;
+}
+
+// Every process running migrations takes this session-level advisory lock first, so two processes starting at
+// once apply each migration once: the second waits, then finds the versions already bumped. Any constant works
+// as long as it is always the same; this one spells "herald" in ASCII.
+const MIGRATION_LOCK = 0x686572616c64;
+
+// BIGINT (20), and NUMERIC (1700, what SUM over BIGINT returns) as numbers: Herald's integers are nano-dollars and
+// milliseconds, far below 2^53. pg returns them as strings by default to be safe with larger ones.
+const INT8 = 20;
+const NUMERIC = 1700;
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8 || oid === NUMERIC) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+};
+
+const over = (client: pg.Pool | pg.PoolClient): Queryable => ({
+  dialect: 'postgres',
+  forUpdate: ' FOR UPDATE',
+  async all<Row>(sql: string, params: readonly SqlValue[] = []) {
+    return (await client.query(sql, params as SqlValue[])).rows as Row[];
+  },
+  async get<Row>(sql: string, params: readonly SqlValue[] = []) {
+    return (await client.query(sql, params as SqlValue[])).rows[0] as Row | undefined;
+  },
+  async run(sql, params = []) {
+    return (await client.query(sql, params as SqlValue[])).rowCount ?? 0;
+  },
+});
+
+/** A {@link Database} on a PostgreSQL connection pool. Connects lazily, on the first statement. */
+export function openPostgresDatabase(options: PostgresOptions): Database {
+  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize, types });
+  let closed = false;
+  // An idle client losing its connection emits 'error' on the pool; without a listener that would exit Herald.
+  // The next query gets a fresh connection, so there is nothing else to do.
+  pool.on('error', () => {});
+
+  const withClient = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      return await work(client);
+    } catch (error) {
+      broken = error instanceof Error ? error : new Error(String(error));
+      throw error;
+    } finally {
+      // A client whose transaction failed half-way may be in any state: destroy it rather than reuse it.
+      client.release(broken);
+    }
+  };
+
+  const transaction = <T>(work: (tx: Queryable) => Promise<T>): Promise<T> =>
+    withClient(async (client) => {
+      await client.query('BEGIN');
+      try {
+        const result = await work(over(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+    });
+
+  return {
+    ...over(pool),
+    transaction,
+    async migrate(component: string, migrations: Migrations) {
+      const list = migrations.postgres;
+      await withClient(async (client) => {
+        await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+        try {
+          await client.query(
+            'CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT PRIMARY KEY, version INTEGER NOT NULL)',
+          );
+          const found = await client.query<{ version: number }>(
+            'SELECT version FROM schema_migrations WHERE component = $1',
+            [component],
+          );
+          const current = found.rows[0]?.version ?? 0;
+          if (current > list.length) throw newerSchemaError(component, current);
+          for (let version = current; version < list.length; version++) {
+            await client.query('BEGIN');
+            try {
+              await client.query(list[version] ?? '');
+              await client.query(
+                `INSERT INTO schema_migrations (component, version) VALUES ($1, $2)
+                 ON CONFLICT (component) DO UPDATE SET version = excluded.version`,
+                [component, version + 1],
+              );
+              await client.query('COMMIT');
+            } catch (error) {
+              await client.query('ROLLBACK').catch(() => {});
+              throw error;
+            }
+          }
+        } finally {
+          await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+        }
+      });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import {
+  type Database,
+  type Migrations,
+  newerSchemaError,
+  type Queryable,
+  type SqlValue,
+} from '../database.ts';
+
+/** `$1` → `?1`: SQLite numbers its parameters with `?`, and `$1` would be a named one there. */
+const placeholders = (sql: string): string => sql.replace(/\$(\d+)/g, '?$1');
+
+/** SQLITE_BUSY: another connection holds the write lock. */
+const SQLITE_BUSY = 5;
+/** How long a statement keeps retrying a busy database before it fails (what busy_timeout would wait). */
+const BUSY_LIMIT_MS = 10_000;
+
+const isBusy = (error: unknown): boolean =>
+  typeof error === 'object' && error !== null && (error as { errcode?: unknown }).errcode === SQLITE_BUSY;
+
+/**
+ * Runs `attempt` until it does not fail with SQLITE_BUSY, waiting a few milliseconds between tries. node:sqlite is
+ * synchronous, so SQLite's own busy_timeout would block the whole thread, including the connection in this same
+ * process that holds the lock and is waiting to finish its transaction: waiting here, asynchronously, lets it.
+ */
+async function retryBusy<T>(attempt: () => T): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      return attempt();
+    } catch (error) {
+      if (!isBusy(error) || Date.now() - started > BUSY_LIMIT_MS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10));
+    }
+  }
+}
+
+/**
+ * Opens (creating folders as needed) the SQLite database at `path`, or ':memory:'. node:sqlite is synchronous,
+ * so every statement runs at once; a transaction's `await`s could let another caller's statements in between,
+ * so calls on this connection queue behind an open transaction (one transaction at a time). Other connections
+ * (other processes) wait for the file's write lock, retrying asynchronously.
+ */
+export function openSqliteDatabase(path: string): Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new DatabaseSync(path);
+  // WAL keeps readers off the writer's back. synchronous=NORMAL: a commit is written to the WAL before it returns
+  // (so it survives `kill -9` of Herald) but not fsync'd, which FULL did on the event loop for every ledger row
+  // and stalled every playing stream; only an OS crash or power loss can lose the last commits.
+  // busy_timeout stays 0: a busy database is retried by retryBusy, without blocking the thread.
+  db.exec('PRAGMA busy_timeout = 1000; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 0;');
+  db.exec('PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;');
+  const ready = retryBusy(() =>
+    db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT PRIMARY KEY, version INTEGER NOT NULL)',
+    ),
+  );
+
+  const direct: Queryable = {
+    dialect: 'sqlite',
+    forUpdate: '',
+    all<Row>(sql: string, params: readonly SqlValue[] = []) {
+      return retryBusy(() => db.prepare(placeholders(sql)).all(...(params as SQLInputValue[])) as Row[]);
+    },
+    get<Row>(sql: string, params: readonly SqlValue[] = []) {
+      return retryBusy(
+        () => db.prepare(placeholders(sql)).get(...(params as SQLInputValue[])) as Row | undefined,
+      );
+    },
+    run(sql, params = []) {
+      return retryBusy(() =>
+        Number(db.prepare(placeholders(sql)).run(...(params as SQLInputValue[])).changes),
+      );
+    },
+  };
+
+  // The tail of the queue: every call starts after the transaction before it settled.
+  let tail: Promise<unknown> = ready;
+  const queued = <T>(work: () => Promise<T>): Promise<T> => {
+    const result = tail.then(work, work);
+    tail = result.catch(() => {});
+    return result;
+  };
+
+  const transaction = <T>(work: (tx: Queryable) => Promise<T>): Promise<T> =>
+    queued(async () => {
+      // IMMEDIATE takes the write lock now, so every read in `work` sees what no other writer can change.
+      await retryBusy(() => db.exec('BEGIN IMMEDIATE'));
+      try {
+        const result = await work(direct);
+        db.exec('COMMIT');
+        return result;
+      } catch (error) {
+        if (db.isTransaction) db.exec('ROLLBACK');
+        throw error;
+      }
+    });
+
+  return {
+    dialect: 'sqlite',
+    forUpdate: '',
+    all: (sql, params) => queued(() => direct.all(sql, params)),
+    get: (sql, params) => queued(() => direct.get(sql, params)),
+    run: (sql, params) => queued(() => direct.run(sql, params)),
+    transaction,
+    async migrate(component: string, migrations: Migrations) {
+      const list = migrations.sqlite;
+      // BEGIN IMMEDIATE before reading the version: a second process starting now waits, then sees it.
+      await transaction(async (tx) => {
+        const row = await tx.get<{ version: number }>(
+          'SELECT version FROM schema_migrations WHERE component = $1',
+          [component],
+        );
+        const current = row?.version ?? 0;
+        if (current > list.length) throw newerSchemaError(component, current);
+        for (let version = current; version < list.length; version++) db.exec(list[version] ?? '');
+        if (current < list.length) {
+          await tx.run(
+            `INSERT INTO schema_migrations (component, version) VALUES ($1, $2)
+             ON CONFLICT (component) DO UPDATE SET version = excluded.version`,
+            [component, list.length],
+          );
+        }
+      });
+    },
+    async close() {
+      await tail;
+      if (db.isOpen) db.close();
+    },
+  };
+}
