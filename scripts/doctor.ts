@@ -21,7 +21,8 @@ try {
     commands: commands.map((command) => command.data.toJSON()),
     tts,
     login: () => doctorLogin(config),
-    cacheDir: process.env.CACHE_DIR?.trim() || undefined,
+    // The folder the audio cache really uses (AUDIO_CACHE_DIR, or beside the database), unless it is turned off.
+    cacheDir: config.cache.maxBytes > 0 ? config.cache.dir : undefined,
   });
   console.log(formatDoctorReport(checks));
   process.exitCode = blocksSpeaking(checks) ? 1 : 0;

@@ -47,7 +47,7 @@ export interface DoctorContext {
   readonly login: () => Promise<Client<true>>;
   /** `fetch`, for Discord's REST API. */
   readonly fetch?: typeof fetch;
-  /** `CACHE_DIR`, when the operator configured a speech cache. */
+  /** The audio cache's folder (`AUDIO_CACHE_DIR`, or beside the database), when the cache is on. */
   readonly cacheDir?: string | undefined;
   readonly nodeVersion?: string;
   /** Loads the Opus addon and encodes one frame; throws when it cannot. */
@@ -688,7 +688,7 @@ function cacheCheck(dir: string): DoctorCheck {
       status: 'fail',
       blocks: false,
       detail: `${dir} is not writable: ${messageOf(error)}`,
-      fix: `Create ${dir} and give the user running Herald write access (or unset CACHE_DIR).`,
+      fix: `Create ${dir} and give the user running Herald write access (or point AUDIO_CACHE_DIR elsewhere, or turn the cache off with AUDIO_CACHE_MB=0).`,
     };
   }
 }
