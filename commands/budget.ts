@@ -185,6 +185,11 @@ export function renderBudget(
     ...(status.inFlight > 0
       ? [`In flight: ${status.inFlight} (${formatUsd(status.reservedUsd)} set aside)`]
       : []),
+    ...(status.uncertain.generations > 0
+      ? [
+          `Uncertain: ${plural(status.uncertain.generations, 'generation')} cut off by a stop before the service's answer was recorded, counted at their most (${formatUsd(status.uncertain.upToUsd)})`,
+        ]
+      : []),
     '',
     `**This server today** (${spend.day}, UTC): ${formatUsd(spend.usd)} · ${spend.characters.toLocaleString('en')} characters · ${plural(spend.generations, 'generation')}`,
     `Daily cap: ${settings.dailyCapUsd === null ? 'none' : formatUsd(settings.dailyCapUsd)}`,

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { generateDependencyReport } from '@discordjs/voice';
 import { Client, Events, GatewayIntentBits } from 'discord.js';
 import type { Dispatcher } from 'undici';
@@ -123,6 +124,9 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     warnUsd: config.budget.warnUsd,
     pricePerCharUsd: config.budget.pricePerCharUsd,
     memberCharsPerMinute: config.budget.memberCharsPerMinute,
+    // The same after a restart (the host and its shards, not the pid): what a killed run left reserved is
+    // reconciled at once. Two live processes must not share it; a sharding manager gives each its own shards.
+    owner: `${hostname()}#${shardLabel(client.options.shards)}`,
     logger: budgetLogger,
     onAlert: createBudgetAlerter({
       store: budgetStore,

@@ -134,6 +134,11 @@ export interface TtsEmulatorOptions {
   maxAudioMs?: number;
   /** Realtime factor the audio is written at; default 4 (1 s of audio over 250 ms); Infinity = all at once. */
   speed?: number;
+  /**
+   * Ms between charging a generation and its response headers leaving: the way back over a real network, when
+   * the service has been paid and the client does not know it yet. Default 0.
+   */
+  chargedLatencyMs?: number;
   /** Audio quirks; default { frameMs: 20, continuedPackets: false, channels: 1 }. */
   audio?: Partial<AudioQuirks>;
   /** Speakers served; default {@link DEFAULT_SPEAKERS}. */
@@ -193,7 +198,10 @@ export interface TtsEmulator {
   /** Changes settings for requests that arrive from now on. */
   configure(
     options: Partial<
-      Pick<TtsEmulatorOptions, 'form' | 'pricePerCharUsd' | 'msPerChar' | 'speed' | 'audio' | 'speakers'>
+      Pick<
+        TtsEmulatorOptions,
+        'form' | 'pricePerCharUsd' | 'msPerChar' | 'speed' | 'chargedLatencyMs' | 'audio' | 'speakers'
+      >
     >,
   ): void;
   /** Sum charged over all recorded requests, in USD. */
@@ -239,6 +247,7 @@ interface Settings {
   msPerChar: number;
   maxAudioMs: number;
   speed: number;
+  chargedLatencyMs: number;
   audio: AudioQuirks;
   speakers: EmulatedSpeaker[];
 }
@@ -263,6 +272,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
     msPerChar: options.msPerChar ?? 40,
     maxAudioMs: options.maxAudioMs ?? 20_000,
     speed: options.speed ?? 4,
+    chargedLatencyMs: options.chargedLatencyMs ?? 0,
     audio: { frameMs: 20, continuedPackets: false, channels: 1, ...options.audio },
     speakers: [...(options.speakers ?? DEFAULT_SPEAKERS)],
   };
@@ -407,6 +417,8 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
     // Charged on acceptance: whatever happens to the stream afterwards, the service has done the work.
     balanceMicros -= accepted.costMicros;
     record.chargedUsd = fromMicros(accepted.costMicros);
+    if (settings.chargedLatencyMs > 0) await wait(settings.chargedLatencyMs, signal);
+    if (signal.aborted) return;
     const audio = { ...settings.audio };
     const durationMs = expectedDurationMs(accepted.text, settings);
     const wav = settings.form === 'variant';
@@ -474,6 +486,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       if (o.pricePerCharUsd !== undefined) settings.pricePerCharUsd = o.pricePerCharUsd;
       if (o.msPerChar !== undefined) settings.msPerChar = o.msPerChar;
       if (o.speed !== undefined) settings.speed = o.speed;
+      if (o.chargedLatencyMs !== undefined) settings.chargedLatencyMs = o.chargedLatencyMs;
       if (o.audio !== undefined) settings.audio = { ...settings.audio, ...o.audio };
       if (o.speakers !== undefined) settings.speakers = [...o.speakers];
     },

@@ -6,6 +6,7 @@ import {
   type BlockReason,
   type BudgetReads,
   type BudgetStore,
+  type BudgetTransaction,
   type DailySpend,
   type GuildBudgetSettings,
   type StoredReservation,
@@ -133,6 +134,8 @@ export type BudgetStatus = {
   /** Generations in flight and the money set aside for them. */
   readonly inFlight: number;
   readonly reservedUsd: number;
+  /** Generations a stopped process left unsettled (uncertain ledger rows), and the most they could have cost. */
+  readonly uncertain: { readonly generations: number; readonly upToUsd: number };
 } & (
   | { readonly status: 'active' }
   | { readonly status: 'blocked'; readonly since: number; readonly reason: BlockReason }
@@ -157,6 +160,11 @@ export interface BudgetGuardOptions {
    * settlement is still recorded, once.
    */
   readonly reservationTtlMs?: number;
+  /**
+   * Who this process is, the same across its restarts (e.g. the host and its shards): what a previous run of
+   * it left reserved is reconciled as soon as it starts, not only when it expires. Unset: only on expiry.
+   */
+  readonly owner?: string | undefined;
   /**
    * While learning the balance (one generation at a time), how often a waiting request looks again for another
    * process's settlement (default 250 ms); settlements in this process wake it at once.
@@ -434,6 +442,29 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     return { state: next, alerts };
   };
 
+  /**
+   * Turns reservations whose process stopped into uncertain ledger rows (see {@link BudgetStore}), and takes their
+   * estimates off the known balance, failing closed: the next balance the service reports settles the question.
+   * Returns the account as it stands afterwards.
+   */
+  const reconcile = async (tx: BudgetTransaction, at: number, owner?: string): Promise<AccountState> => {
+    const account = await tx.account();
+    const left = await tx.reconcile(at, owner);
+    if (left.length === 0) return account;
+    const nanos = sumNanos(left);
+    logger.warn('reconciled budget reservations a stopped process left unsettled, as uncertain ledger rows', {
+      reservations: left.length,
+      upToUsd: fromNanos(nanos),
+    });
+    if (account.balanceUsd === null) return account;
+    const next = { ...account, balanceUsd: fromNanos(toNanos(account.balanceUsd) - nanos) };
+    const { state, alerts } = withTransitions(next, at);
+    await tx.saveAccount(state);
+    // Alerts outside the transaction would be nicer; these are rare and the handler must not throw anyway.
+    for (const event of alerts) alert(event);
+    return state;
+  };
+
   const settle = async (reservation: Reservation, settlement: Settlement): Promise<number | undefined> => {
     try {
       const decided = await store.locked(async (tx) => {
@@ -542,10 +573,8 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
   const open = (request: BudgetRequest, kind: Reservation['kind']) =>
     store.locked(async (tx) => {
       const at = now();
-      // Reservations of a process that died stop holding money once they expire.
-      const dropped = await tx.dropExpired(at);
-      if (dropped > 0) logger.warn('released budget reservations that outlived their process', { dropped });
-      const account = await tx.account();
+      // Reservations of a process that died stop holding money once they expire: they become uncertain rows.
+      const account = await reconcile(tx, at);
       lastSeen = account;
       const reservations = await tx.reservations(at);
       if (kind === 'speech') {
@@ -561,11 +590,18 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
         estimateNanos: estimateWith(account, request.characters),
         createdAt: at,
         expiresAt: at + ttlMs,
+        owner: options.owner ?? null,
       });
       return { kind: 'reserved', reservation: toReservation(stored) } as const;
     });
 
   const reserve = (request: BudgetRequest): Promise<ReserveOutcome> => open(request, 'speech');
+
+  // What a previous run of this process left in flight (killed between a paid call and its settlement).
+  if (options.owner !== undefined) {
+    const owner = options.owner;
+    lastSeen = await store.locked((tx) => reconcile(tx, now(), owner));
+  }
 
   const nextWake = (signal: AbortSignal | undefined): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -640,6 +676,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
         memberCharsPerMinute,
         inFlight: reservations.length,
         reservedUsd: fromNanos(sumNanos(reservations)),
+        uncertain: await store.uncertain(),
       };
       return account.blockedSince === null
         ? { ...figures, status: 'active' }

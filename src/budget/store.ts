@@ -1,6 +1,14 @@
 import type { Database, Migrations, Queryable } from '../storage/database.ts';
 
 /**
+ * A reservation names the process that made it (so that process, restarted, reconciles what it left), and a
+ * ledger row can be uncertain: a generation cut off by a crash between the paid call and its settlement, counted
+ * at its most until (if ever) its settlement arrives. The same statements on both engines.
+ */
+const RECONCILIATION_MIGRATION = `ALTER TABLE budget_reservations ADD COLUMN owner TEXT;
+   ALTER TABLE budget_ledger ADD COLUMN uncertain INTEGER NOT NULL DEFAULT 0;`;
+
+/**
  * The budget tables' SQLite migrations. Append only: a released migration is never edited. Times are milliseconds
  * since the epoch; money is whole nano-dollars from version 2 on.
  */
@@ -101,6 +109,7 @@ const SQLITE_MIGRATIONS: readonly string[] = [
    );
    ALTER TABLE budget_ledger ADD COLUMN reservation_id INTEGER;
    CREATE UNIQUE INDEX budget_ledger_reservation ON budget_ledger (reservation_id);`,
+  RECONCILIATION_MIGRATION,
 ];
 
 /** The same schema on PostgreSQL, as SQLite has it after all of its migrations. Append only. */
@@ -149,6 +158,7 @@ const POSTGRES_MIGRATIONS: readonly string[] = [
      created_at BIGINT NOT NULL,
      expires_at BIGINT NOT NULL
    );`,
+  RECONCILIATION_MIGRATION,
 ];
 
 /** The budget tables' migrations on each engine, applied by `createBudgetStore`. */
@@ -208,6 +218,11 @@ export interface LedgerEntry extends LedgerInput {
   readonly id: number;
   /** Why this paid audio was never heard; null when it was played (or may still be). */
   readonly wasted: WasteReason | null;
+  /**
+   * True for a generation whose process stopped between the paid call and its settlement: the service may or
+   * may not have charged it; it counts at its estimate (the most it could cost) until its settlement arrives.
+   */
+  readonly uncertain: boolean;
   /** The UTC day of `at`, `YYYY-MM-DD`. */
   readonly day: string;
 }
@@ -250,6 +265,8 @@ export interface StoredReservation {
   readonly estimateNanos: number;
   /** True once another generation was in flight alongside this one: its reported balance may be stale. */
   readonly overlapped: boolean;
+  /** The process that made it (see {@link BudgetTransaction.reconcile}); null for rows older than owners. */
+  readonly owner: string | null;
   readonly createdAt: number;
   /** After this (ms), the reservation no longer holds money: its process is taken to have died. */
   readonly expiresAt: number;
@@ -265,6 +282,8 @@ export interface BudgetReads {
   /** The user's generations after `since` (ms), oldest first, across every server. */
   userCharactersSince(userId: string, since: number): Promise<{ at: number; characters: number }[]>;
   guildSettings(guildId: string): Promise<GuildBudgetSettings>;
+  /** The ledger's uncertain rows (see {@link LedgerEntry.uncertain}): how many, and the most they could cost. */
+  uncertain(): Promise<{ readonly generations: number; readonly upToUsd: number }>;
 }
 
 /** The writes a budget decision makes, atomically with the reads it was made on. */
@@ -272,14 +291,21 @@ export interface BudgetTransaction extends BudgetReads {
   /** Replaces the account state. */
   saveAccount(state: AccountState): Promise<void>;
   /** Adds a reservation; every reservation in flight (this one included, if any other is) is marked overlapped. */
-  addReservation(reservation: Omit<StoredReservation, 'id' | 'overlapped'>): Promise<StoredReservation>;
+  addReservation(
+    reservation: Omit<StoredReservation, 'id' | 'overlapped' | 'owner'> & { readonly owner?: string | null },
+  ): Promise<StoredReservation>;
   /** Removes and returns a reservation; undefined when it was already settled, released or expired. */
   takeReservation(id: number): Promise<StoredReservation | undefined>;
-  /** Deletes reservations that expired at or before `at`; returns how many (their processes died). */
-  dropExpired(at: number): Promise<number>;
+  /**
+   * Turns the reservations of processes that stopped without settling them into uncertain ledger rows at their
+   * estimate, and returns them: those that expired at or before `expiredAt`, and every one `owner` made (called
+   * by a process as it starts, for what its previous run left).
+   */
+  reconcile(expiredAt: number, owner?: string): Promise<StoredReservation[]>;
   /**
    * Appends a ledger row; returns its id, or undefined when the row of `reservationId` is already there (a
-   * settlement is never recorded, so never charged, twice).
+   * settlement is never recorded, so never charged, twice). A settlement arriving for an uncertain row replaces
+   * its estimate with the real figures and returns that row's id.
    */
   recordGeneration(entry: LedgerInput, reservationId: number): Promise<number | undefined>;
 }
@@ -334,6 +360,7 @@ interface LedgerRow {
   at: number;
   day: string;
   wasted: string | null;
+  uncertain: number;
 }
 
 /** Spend counts the reported cost, or the reservation's estimate when the service sent none. */
@@ -347,6 +374,7 @@ interface ReservationRow {
   characters: number;
   estimate_nanos: number;
   overlapped: number;
+  owner: string | null;
   created_at: number;
   expires_at: number;
 }
@@ -359,6 +387,7 @@ const toReservation = (row: ReservationRow): StoredReservation => ({
   characters: row.characters,
   estimateNanos: row.estimate_nanos,
   overlapped: row.overlapped !== 0,
+  owner: row.owner,
   createdAt: row.created_at,
   expiresAt: row.expires_at,
 });
@@ -428,6 +457,13 @@ function reads(q: Queryable): BudgetReads {
         alertChannelId: row?.alert_channel_id ?? null,
       };
     },
+    async uncertain() {
+      const row = await q.get<{ generations: number; nanos: number | null }>(
+        `SELECT COUNT(*) AS generations, SUM(estimated_cost_nanos) AS nanos FROM budget_ledger
+         WHERE uncertain = 1`,
+      );
+      return { generations: Number(row?.generations ?? 0), upToUsd: Number(row?.nanos ?? 0) / NANOS };
+    },
   };
 }
 
@@ -460,7 +496,7 @@ export async function createBudgetStore(db: Database): Promise<BudgetStore> {
       ]);
       const row = await tx.get<ReservationRow>(
         `INSERT INTO budget_reservations (kind, guild_id, user_id, characters, estimate_nanos, overlapped,
-           created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+           created_at, expires_at, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
         [
           input.kind,
           input.guildId,
@@ -470,6 +506,7 @@ export async function createBudgetStore(db: Database): Promise<BudgetStore> {
           others > 0 ? 1 : 0,
           input.createdAt,
           input.expiresAt,
+          input.owner ?? null,
         ],
       );
       if (!row) throw new Error('The budget reservation was not written.');
@@ -481,13 +518,39 @@ export async function createBudgetStore(db: Database): Promise<BudgetStore> {
       ]);
       return row ? toReservation(row) : undefined;
     },
-    dropExpired: (at) => tx.run('DELETE FROM budget_reservations WHERE expires_at <= $1', [at]),
+    async reconcile(expiredAt, owner) {
+      const rows = await tx.all<ReservationRow>(
+        'DELETE FROM budget_reservations WHERE expires_at <= $1 OR owner = $2 RETURNING *',
+        [expiredAt, owner ?? null],
+      );
+      for (const row of rows) {
+        await tx.run(
+          `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, estimated_cost_nanos, at, day,
+             reservation_id, uncertain) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1)
+           ON CONFLICT (reservation_id) DO NOTHING`,
+          [
+            row.kind,
+            row.guild_id,
+            row.user_id,
+            row.characters,
+            row.estimate_nanos,
+            row.created_at,
+            utcDay(Number(row.created_at)),
+            row.id,
+          ],
+        );
+      }
+      return rows.map(toReservation).sort((a, b) => a.id - b.id);
+    },
     async recordGeneration(entry, reservationId) {
       const row = await tx.get<{ id: number }>(
         `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, cost_nanos, estimated_cost_nanos,
            balance_after_nanos, request_id, at, day, reservation_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-         ON CONFLICT (reservation_id) DO NOTHING RETURNING id`,
+         ON CONFLICT (reservation_id) DO UPDATE SET cost_nanos = excluded.cost_nanos,
+           balance_after_nanos = excluded.balance_after_nanos, request_id = excluded.request_id, uncertain = 0
+         WHERE budget_ledger.uncertain = 1
+         RETURNING id`,
         [
           entry.kind,
           entry.guildId,
@@ -524,7 +587,7 @@ export async function createBudgetStore(db: Database): Promise<BudgetStore> {
     async ledger(options = {}) {
       const rows = await db.all<LedgerRow>(
         `SELECT id, kind, guild_id, user_id, characters, cost_nanos, estimated_cost_nanos, balance_after_nanos,
-           request_id, at, day, wasted FROM budget_ledger
+           request_id, at, day, wasted, uncertain FROM budget_ledger
          WHERE at >= $1 AND ($2::text IS NULL OR guild_id = $2) ORDER BY at, id`.replace(
           '$2::text',
           db.dialect === 'postgres' ? '$2::text' : '$2',
@@ -575,5 +638,6 @@ function toLedgerEntry(row: LedgerRow): LedgerEntry {
     at: row.at,
     day: row.day,
     wasted: row.wasted,
+    uncertain: Number(row.uncertain) !== 0,
   };
 }

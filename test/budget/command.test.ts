@@ -170,6 +170,7 @@ describe('renderBudget and describeRecheck', () => {
         memberCharsPerMinute: 5000,
         inFlight: 2,
         reservedUsd: 0.02,
+        uncertain: { generations: 3, upToUsd: 0.015 },
       },
       { guildId: 'g', day: '2026-01-15', usd: 0, characters: 0, generations: 0, members: [] },
       { guildId: 'g', dailyCapUsd: 3, alertChannelId: CHANNEL },
@@ -181,6 +182,9 @@ describe('renderBudget and describeRecheck', () => {
     expect(text).toContain('Balance: unknown (no speech generated yet)');
     expect(text).toContain('Price: $0.0003 per character (assumed until the first generation)');
     expect(text).toContain('In flight: 2 ($0.02 set aside)');
+    expect(text).toContain(
+      "Uncertain: 3 generations cut off by a stop before the service's answer was recorded, counted at their most ($0.015)",
+    );
     expect(text).toContain('Daily cap: $3.00');
     expect(text).toContain('Alerts: <#999999999999999999> (set by the operator)');
   });

@@ -476,6 +476,7 @@ describeEachBackend('budget guard', (backend) => {
           requestId: 'req-1',
           at: NOON,
           wasted: null,
+          uncertain: false,
         },
         {
           kind: 'speech',
@@ -488,6 +489,7 @@ describeEachBackend('budget guard', (backend) => {
           requestId: 'req-2',
           at: NOON + 1_000,
           wasted: null,
+          uncertain: false,
         },
         {
           kind: 'speech',
@@ -500,6 +502,7 @@ describeEachBackend('budget guard', (backend) => {
           requestId: 'req-3',
           at: NOON + 2_000,
           wasted: null,
+          uncertain: false,
         },
       ]);
       const spend = await guard.spendToday('g1');

@@ -130,27 +130,61 @@ describeEachBackend('one budget shared by several processes', (backend) => {
     expect(b.alerts.map((alert) => alert.kind)).toEqual(['resumed']);
   });
 
-  it('releases the reservation of a process that died after a bounded time, and records a late settlement once', async () => {
+  it('reconciles the reservation of a process that died after a bounded time, and records a late settlement once', async () => {
     const ttl = 60_000;
     const account = { balanceUsd: 0.525, pricePerCharUsd: PRICE, priceCharacters: 100 };
     const guards = await processes({ account, reservationTtlMs: ttl });
     const [dead, alive] = guards;
     if (!dead || !alive) throw new Error('no guards');
+    const service = fakeService(0.525, PRICE);
     // Two utterances fit above the floor; the process holding one of them dies before its call settles.
     const held = await dead.guard.reserve(req(100, 'm1'));
     expect(held.kind).toBe('reserved');
     alive.clock.now = NOON + ttl / 2;
-    expect((await alive.guard.reserve(req(100, 'm2'))).kind).toBe('reserved');
+    const second = await alive.guard.reserve(req(100, 'm2'));
+    expect(second.kind).toBe('reserved');
     expect((await alive.guard.reserve(req(100, 'm3'))).kind).toBe('would-cross-floor');
-    // Past the TTL on the survivors' clocks, the dead process's money is free again.
+    // Past the TTL, the dead process's reservation is an uncertain ledger row at its estimate: it may have been
+    // charged, so the known balance is taken down by it until the service says otherwise.
     alive.clock.now = NOON + ttl;
+    expect((await alive.guard.reserve(req(100, 'm3'))).kind).toBe('would-cross-floor');
+    expect(await alive.guard.status()).toMatchObject({
+      inFlight: 1,
+      balanceUsd: 0.515,
+      uncertain: { generations: 1, upToUsd: 0.01 },
+    });
+    // The next balance the service reports settles it: the dead call was never charged, so m3 fits again.
+    if (second.kind !== 'reserved') throw new Error('unreachable');
+    await alive.guard.settle(second.reservation, service.charge(100));
     expect((await alive.guard.reserve(req(100, 'm3'))).kind).toBe('reserved');
-    expect(await alive.guard.status()).toMatchObject({ inFlight: 2 });
-    // Had it only been slow, its settlement still lands in the ledger, once, however often it is retried.
+    // Had it only been slow, its settlement replaces the uncertain row, once, however often it is retried.
     if (held.kind !== 'reserved') throw new Error('unreachable');
-    const settlement = { costUsd: 0.01, balanceUsd: 0.515, requestId: 'late' };
+    const settlement = { costUsd: 0.01, balanceUsd: 0.505, requestId: 'late' };
     expect(await dead.guard.settle(held.reservation, settlement)).toBeTypeOf('number');
     expect(await dead.guard.settle(held.reservation, settlement)).toBeUndefined();
-    expect((await alive.store.ledger()).map((row) => row.requestId)).toEqual(['late']);
+    const ledger = await alive.store.ledger();
+    expect(ledger.map((row) => row.uncertain)).toEqual([false, false]);
+    expect(ledger[0]).toMatchObject({ userId: 'm1', requestId: 'late', costUsd: 0.01 });
+    expect(await alive.guard.status()).toMatchObject({ uncertain: { generations: 0, upToUsd: 0 } });
+  });
+
+  it('a process that restarts reconciles at once what its previous run left in flight', async () => {
+    const target = await backend.fresh();
+    const account = { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 };
+    const options = { target, pricePerCharUsd: PRICE, floorUsd: 0.5 };
+    const before = await makeGuard({ ...options, account, owner: 'host#0' });
+    expect((await before.guard.reserve(req(100, 'm1'))).kind).toBe('reserved');
+    // Another process (another owner) has one in flight too.
+    const other = await makeGuard({ ...options, owner: 'host#1' });
+    expect((await other.guard.reserve(req(100, 'm2'))).kind).toBe('reserved');
+    // host#0 is killed and starts again, long before its reservation would expire: it reconciles its own at
+    // once, as an uncertain row taken off the known balance, and leaves host#1's alone.
+    const after = await makeGuard({ ...options, owner: 'host#0', start: NOON + 1_000 });
+    expect(await after.guard.status()).toMatchObject({
+      inFlight: 1,
+      balanceUsd: 0.99,
+      uncertain: { generations: 1, upToUsd: 0.01 },
+    });
+    expect((await after.store.ledger()).map((row) => [row.userId, row.uncertain])).toEqual([['m1', true]]);
   });
 });

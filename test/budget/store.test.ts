@@ -153,7 +153,7 @@ describeEachBackend('budget store', (backend) => {
     expect(await store.ledger()).toHaveLength(1);
   });
 
-  it('keeps reservations as rows: overlapping ones are marked, expired ones stop counting and are dropped', async () => {
+  it('keeps reservations as rows: overlapping ones are marked, expired ones stop counting and are reconciled', async () => {
     const store = await fresh();
     const base = { kind: 'speech' as const, guildId: 'g', userId: 'u', characters: 10, estimateNanos: 1_000 };
     const a = await store.locked((tx) => tx.addReservation({ ...base, createdAt: 0, expiresAt: 100 }));
@@ -166,10 +166,39 @@ describeEachBackend('budget store', (backend) => {
     ]);
     // At 100, a's process is taken to have died: it no longer holds money.
     expect((await store.reservations(100)).map((r) => r.id)).toEqual([b.id]);
-    expect(await store.locked((tx) => tx.dropExpired(100))).toBe(1);
+    expect((await store.locked((tx) => tx.reconcile(100))).map((r) => r.id)).toEqual([a.id]);
     expect(await store.locked((tx) => tx.takeReservation(a.id))).toBeUndefined();
     expect(await store.locked((tx) => tx.takeReservation(b.id))).toMatchObject({ id: b.id, characters: 10 });
     expect(await store.reservations(0)).toEqual([]);
+  });
+
+  it('reconciles what a stopped process left as uncertain rows at their estimate; a late settlement replaces it', async () => {
+    const store = await fresh();
+    const base = { kind: 'speech' as const, guildId: 'g', userId: 'u', characters: 10, createdAt: 5 };
+    const mine = await store.locked((tx) =>
+      tx.addReservation({ ...base, estimateNanos: 2_000_000, expiresAt: 1_000, owner: 'host#0' }),
+    );
+    const other = await store.locked((tx) =>
+      tx.addReservation({ ...base, estimateNanos: 3_000_000, expiresAt: 1_000, owner: 'host#1' }),
+    );
+    // host#0 restarts at 50: what it left is reconciled at once; host#1's reservation still holds money.
+    const left = await store.locked((tx) => tx.reconcile(50, 'host#0'));
+    expect(left.map((r) => [r.id, r.owner])).toEqual([[mine.id, 'host#0']]);
+    expect((await store.reservations(50)).map((r) => r.id)).toEqual([other.id]);
+    expect(await store.ledger()).toMatchObject([
+      { characters: 10, costUsd: null, estimatedCostUsd: 0.002, uncertain: true, at: 5 },
+    ]);
+    expect(await store.uncertain()).toEqual({ generations: 1, upToUsd: 0.002 });
+    expect((await store.spendOn('g', utcDay(5))).usd).toBeCloseTo(0.002, 9);
+    // Reconciling again changes nothing; the settlement, arriving late after all, replaces the estimate once.
+    expect(await store.locked((tx) => tx.reconcile(50, 'host#0'))).toEqual([]);
+    const settled = await store.locked((tx) =>
+      tx.recordGeneration(row({ characters: 10, costUsd: 0.001, guildId: 'g', userId: 'u' }), mine.id),
+    );
+    expect(settled).toBe((await store.ledger())[0]?.id);
+    expect(await store.locked((tx) => tx.recordGeneration(row({ costUsd: 0.009 }), mine.id))).toBeUndefined();
+    expect(await store.ledger()).toMatchObject([{ costUsd: 0.001, uncertain: false }]);
+    expect(await store.uncertain()).toEqual({ generations: 0, upToUsd: 0 });
   });
 });
 

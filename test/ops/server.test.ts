@@ -27,6 +27,7 @@ const active: BudgetStatus = {
   memberCharsPerMinute: 5000,
   inFlight: 0,
   reservedUsd: 0,
+  uncertain: { generations: 0, upToUsd: 0 },
 };
 
 const entry = (at: number, characters: number, costUsd: number | null): LedgerEntry => ({
@@ -41,6 +42,7 @@ const entry = (at: number, characters: number, costUsd: number | null): LedgerEn
   requestId: null,
   at,
   wasted: null,
+  uncertain: false,
   day: new Date(at).toISOString().slice(0, 10),
 });
 

@@ -671,6 +671,23 @@ describe('faults', () => {
     expect(e.balanceUsd).toBe(10);
   });
 
+  it('a client that hangs up while a charged answer is on its way back has still paid (chargedLatencyMs)', async () => {
+    const e = await emulator({ chargedLatencyMs: 5_000 });
+    const controller = new AbortController();
+    const pending = fetch(`${e.baseUrl}/speech/generate`, {
+      method: 'POST',
+      headers: { 'X-API-Key': e.apiKey },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    await expect.poll(() => e.requests[0]?.chargedUsd ?? 0).toBeGreaterThan(0);
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    await expect.poll(() => e.openResponses()).toBe(0);
+    expect(e.requests[0]?.status).toBe(0);
+    expect(e.balanceUsd).toBeLessThan(10);
+  });
+
   it('combines faults injected together', async () => {
     const e = await emulator({ speed: Number.POSITIVE_INFINITY });
     e.inject({ kind: 'content-type', contentType: 'application/octet-stream' });
