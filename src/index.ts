@@ -47,14 +47,19 @@ async function startBot(): Promise<void> {
     exitAfterStop(1);
   });
 
+  // From the first moment: a stop that arrives while Herald is still starting exits cleanly too.
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    logger.info('shutting down', { signal });
+    stopping = true;
+    exitAfterStop(0);
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
   try {
     herald = await startHerald(config, { logger });
-    const shutdown = (signal: string) => {
-      logger.info('shutting down', { signal });
-      exitAfterStop(0);
-    };
-    process.once('SIGINT', shutdown);
-    process.once('SIGTERM', shutdown);
+    // Asked to stop while starting: what started is stopped now.
+    if (stopping) exitAfterStop(0);
   } catch (error) {
     logger.error('Herald could not start', { err: error });
     process.exit(1);

@@ -1,0 +1,91 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Herald's (or a script's) process as an operator runs it, with everything it printed. */
+
+export interface Run {
+  readonly code: number | null;
+  /** The signal that ended it (`SIGKILL` after `kill -9`), or null. */
+  readonly signal: NodeJS.Signals | null;
+  readonly output: string;
+}
+
+export interface RunningProcess {
+  readonly child: ChildProcess;
+  /** Resolves when it exits. */
+  readonly done: Promise<Run>;
+  /** Resolves with the output so far once `until` matched it. */
+  readonly seen: Promise<string>;
+  /** Everything printed so far (stdout and stderr). */
+  output(): string;
+  /** Resolves once the output printed after this call matches `pattern`. */
+  untilPrinted(pattern: RegExp, timeoutMs?: number): Promise<void>;
+}
+
+/** Runs `script` with this Node in a clean environment (nothing from the shell or a developer's .env). */
+export function run(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  until?: RegExp,
+): RunningProcess {
+  const child = spawn(process.execPath, [script, ...args], {
+    cwd: mkdtempSync(join(tmpdir(), 'herald-proc-')),
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const watchers = new Set<() => void>();
+  let resolveSeen: (output: string) => void = () => {};
+  const seen = new Promise<string>((resolve) => {
+    resolveSeen = resolve;
+  });
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (until?.test(output)) resolveSeen(output);
+    for (const watcher of watchers) watcher();
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const done = once(child, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+    output,
+  }));
+  return {
+    child,
+    done,
+    seen,
+    output: () => output,
+    untilPrinted(pattern, timeoutMs = 20_000) {
+      const from = output.length;
+      return new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (!pattern.test(output.slice(from))) return;
+          watchers.delete(check);
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          watchers.delete(check);
+          reject(
+            new Error(
+              `the process did not print ${pattern} within ${timeoutMs} ms:\n${output.slice(-2_000)}`,
+            ),
+          );
+        }, timeoutMs);
+        watchers.add(check);
+        void done.then(() => {
+          if (!watchers.has(check)) return;
+          watchers.delete(check);
+          clearTimeout(timer);
+          reject(new Error(`the process exited before printing ${pattern}:\n${output.slice(-2_000)}`));
+        });
+        check();
+      });
+    },
+  };
+}
