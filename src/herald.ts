@@ -35,6 +35,7 @@ import {
   observeBudgetStore,
   observeGateway,
   observeGenerate,
+  type ProcessErrorKind,
   startOpsServer,
 } from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
@@ -52,6 +53,8 @@ export interface Herald {
   readonly ops: OpsServer | undefined;
   /** Leaves every voice channel, logs out, closes storage and the TTS client. */
   stop(): Promise<void>;
+  /** Counts an error that reached the process's last-resort handlers (the entry point logs it). */
+  processError(kind: ProcessErrorKind): void;
 }
 
 /** Test seams and process-level choices for {@link startHerald}. */
@@ -359,6 +362,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   return {
     client,
     ops,
+    processError: (kind) => events.processError(kind),
     async stop() {
       stopRechecks();
       await ops?.close();

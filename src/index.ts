@@ -24,7 +24,10 @@ async function startBot(): Promise<void> {
   // Crash policy. A rejected promise nobody awaited leaves the process in a known state (that one task failed):
   // log it and go on. An uncaught exception may have left any state half-changed: log it, stop as cleanly as 10 s
   // allow (ledger rows are committed synchronously, so none is lost), and exit 1 so the supervisor restarts Herald.
-  process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', { err: reason }));
+  process.on('unhandledRejection', (reason) => {
+    logger.error('unhandled rejection', { err: reason });
+    herald?.processError('unhandled-rejection');
+  });
   let herald: Awaited<ReturnType<typeof startHerald>> | undefined;
   const exitAfterStop = (code: number): void => {
     // A stop that hangs (a socket that never closes) must not keep a deploy waiting for ever.
@@ -41,6 +44,7 @@ async function startBot(): Promise<void> {
     );
   };
   process.once('uncaughtException', (error) => {
+    herald?.processError('uncaught-exception');
     logger.error('uncaught exception: the process state is unknown, so Herald stops and exits', {
       err: error,
     });

@@ -40,7 +40,12 @@ export interface OpsEvents {
   daveTransition(): void;
   /** A DAVE failure: a voice close for DAVE reasons, or an encryption error. */
   daveFailure(kind: 'close' | 'error'): void;
+  /** An error reached the process itself: a rejection nobody handled, or an uncaught exception (then it exits). */
+  processError(kind: ProcessErrorKind): void;
 }
+
+/** What reached the process's last-resort handlers. */
+export type ProcessErrorKind = 'unhandled-rejection' | 'uncaught-exception';
 
 /** Events that go nowhere: the default when the operations endpoint is off. */
 export const noOpsEvents: OpsEvents = {
@@ -55,4 +60,5 @@ export const noOpsEvents: OpsEvents = {
   gatewayReconnect: () => {},
   daveTransition: () => {},
   daveFailure: () => {},
+  processError: () => {},
 };

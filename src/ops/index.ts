@@ -12,6 +12,7 @@ export {
   type BudgetStopReason,
   noOpsEvents,
   type OpsEvents,
+  type ProcessErrorKind,
   type UtteranceOutcome,
   type UtteranceSource,
 } from './events.ts';

@@ -109,6 +109,14 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
     registers,
   });
 
+  const processErrors = new Counter({
+    name: 'herald_process_errors_total',
+    help: 'Errors that reached the process: unhandled rejections (logged, Herald goes on) and uncaught exceptions (Herald stops, flushes and exits for a restart).',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  for (const kind of ['unhandled-rejection', 'uncaught-exception'] as const) processErrors.inc({ kind }, 0);
+
   for (const source of SOURCES) {
     queued.inc({ source }, 0);
     firstPacket.zero({ source });
@@ -191,6 +199,7 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
     gatewayReconnect: () => reconnects.inc(),
     daveTransition: () => daveTransitions.inc(),
     daveFailure: (kind) => daveFailures.inc({ kind }),
+    processError: (kind) => processErrors.inc({ kind }),
   };
   return { registry, events };
 }

@@ -197,6 +197,15 @@ describe('the operations endpoint', () => {
     expect(text).not.toContain(world.member.id);
   });
 
+  it('counts errors that reach the process’s last-resort handlers, by kind', async () => {
+    const before = value(await scrape(), 'herald_process_errors_total', { kind: 'unhandled-rejection' });
+    expect(value(await scrape(), 'herald_process_errors_total', { kind: 'uncaught-exception' })).toBe(0);
+    world.herald().processError('unhandled-rejection');
+    expect(value(await scrape(), 'herald_process_errors_total', { kind: 'unhandled-rejection' })).toBe(
+      before + 1,
+    );
+  });
+
   it('counts a failed utterance by its TTS error kind', async () => {
     tts().inject({ kind: 'status', status: 500 });
     await world.discord.slash(world.member, 'speak', { text: 'This one fails.' });
