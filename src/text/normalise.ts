@@ -100,9 +100,11 @@ export function normaliseMessage(message: MessageToSpeak, options: NormaliseOpti
     ? Math.max(2, Math.floor(options.repeatCap))
     : Infinity;
   const clean = { emoji: options.emoji, repeatCap, linkDomains: options.linkDomains };
-  // Names are the members' own choice of characters: cleaned like text, but their emoji are never read out.
+  // Names are the members' own choice of characters: cleaned like text, but their emoji are never read out, and
+  // their angle brackets go (a name like "<t:" would otherwise start mention syntax next to the text after it).
   const speakName = (name: string | undefined, fallback: string) => {
-    const spoken = name === undefined ? '' : cleanPlain(sanitise(name), { ...clean, emoji: 'drop' });
+    const spoken =
+      name === undefined ? '' : cleanPlain(sanitise(name).replace(/[<>]/g, ' '), { ...clean, emoji: 'drop' });
     return hasWords(spoken) ? spoken : fallback;
   };
   const content = resolveMarkdown(sanitise(String(message.content ?? '')), {

@@ -56,7 +56,7 @@ const TEXT_CASES: readonly Case[] = [
   ['channel mention', 'see <#20>', 'see general'],
   ['unknown channel', 'see <#21>', 'see a channel'],
   ['name of only emoji → someone', 'hi <@3>', 'hi someone'],
-  ['hostile name is scrubbed', 'hi <@4>', 'hi a link @1>'],
+  ['hostile name is scrubbed', 'hi <@4>', 'hi a link @1'],
   ['@everyone', '@everyone look', 'everyone look'],
   ['@here', '@here look', 'here look'],
   ['slash command mention', 'use </ping:123>', 'use /ping'],
@@ -371,6 +371,25 @@ const settings = fc.record({
   authorPrefix: fc.option(fc.oneof(freeText, url, mention), { nil: undefined }),
   name: hostileName,
   sticker: fc.option(fc.oneof(freeText, url), { nil: undefined }),
+});
+
+describe('normaliseMessage: a counterexample fast-check found', () => {
+  it('a display name like "<t:" never starts mention syntax in what is spoken', () => {
+    const result = normaliseMessage(
+      { content: 'hi <@20><:x||y', attachments: [], stickers: [] },
+      {
+        linkDomains: false,
+        emoji: 'name',
+        maxChars: 46,
+        repeatCap: 1,
+        userName: () => '<t:',
+        roleName: () => undefined,
+        channelName: () => undefined,
+      },
+    );
+    expect(result).not.toMatch(FORBIDDEN);
+    expect(result).toContain('t:');
+  });
 });
 
 describe('normaliseMessage: generated messages', () => {
