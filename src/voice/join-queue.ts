@@ -4,13 +4,23 @@
  * asked in a burst of 200 could wait up to a minute while its member was told "Speaking now" and its session gave
  * up after 15 s. Here joins wait in a visible FIFO instead: each is sent when the sliding one-minute window has
  * room, and anyone can ask how long a join asked now would wait.
+ *
+ * It also bounds the handshakes under way: a join sent opens a voice WebSocket, a UDP discovery, a TLS-free but
+ * CPU-hungry key exchange (and DAVE's MLS): 114 at once on two cores took longer than the 15 s connect deadline
+ * for some, which were paid for and never heard. At most {@link DEFAULT_MAX_HANDSHAKES} are in flight; the next
+ * join is sent as one completes (ready or failed), which costs no throughput at the gateway's rate.
  */
 
 /** Joins one shard sends in any 60 s when none is configured: under discord.js's 115, leaving room for heartbeats,
  *  leaves and presence. */
 export const DEFAULT_JOINS_PER_MINUTE = 90;
 
+/** Voice handshakes in flight at once when none is configured. */
+export const DEFAULT_MAX_HANDSHAKES = 8;
+
 const WINDOW_MS = 60_000;
+/** A handshake nobody reported finished frees its slot after this, so a lost report cannot stall every join. */
+const HANDSHAKE_LEASE_MS = 20_000;
 
 /** A join waiting in a {@link JoinQueue}. */
 export interface QueuedJoin {
@@ -18,6 +28,8 @@ export interface QueuedJoin {
   readonly dueAt: number;
   /** Takes it out of the queue if not yet sent (the session ended, or the library sent a newer join). */
   cancel(): void;
+  /** Its handshake finished (the connection is ready, or failed): the next join may be sent. Idempotent. */
+  done(): void;
 }
 
 /** The shard's voice-join pacer; one per gateway connection, shared by every server on it. */
@@ -30,6 +42,8 @@ export interface JoinQueue {
   estimateWaitMs(): number;
   /** Joins waiting. */
   readonly waiting: number;
+  /** Joins sent whose handshake has not finished. */
+  readonly handshaking: number;
   /** Cancels every waiting join (shutdown). */
   clear(): void;
 }
@@ -38,14 +52,25 @@ export interface JoinQueue {
 export interface JoinQueueOptions {
   /** Joins sent in any 60 s; default {@link DEFAULT_JOINS_PER_MINUTE}. */
   readonly perMinute?: number;
+  /** Handshakes in flight at once; default {@link DEFAULT_MAX_HANDSHAKES}. */
+  readonly maxHandshakes?: number;
 }
 
 /** Creates a {@link JoinQueue}; uses `Date.now` and `setTimeout` (fake timers in tests). */
 export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
   const limit = Math.max(1, Math.floor(options.perMinute ?? DEFAULT_JOINS_PER_MINUTE));
+  const maxHandshakes = Math.max(1, Math.floor(options.maxHandshakes ?? DEFAULT_MAX_HANDSHAKES));
+  /** Handshakes in flight: each entry frees its slot once (done, or its lease ran out). */
+  const handshakes = new Set<Entry>();
   /** Send times within the last minute, oldest first. */
   const sent: number[] = [];
-  const waiting: { send: () => void; cancelled: boolean }[] = [];
+  interface Entry {
+    send: () => void;
+    cancelled: boolean;
+    finished: boolean;
+    lease?: NodeJS.Timeout;
+  }
+  const waiting: Entry[] = [];
   let timer: NodeJS.Timeout | undefined;
 
   const prune = (now: number): void => {
@@ -71,30 +96,44 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
     timer = undefined;
     const now = Date.now();
     prune(now);
-    while (waiting.length > 0 && sent.length < limit) {
+    while (waiting.length > 0 && sent.length < limit && handshakes.size < maxHandshakes) {
       const next = waiting.shift();
       if (!next || next.cancelled) continue;
       sent.push(now);
+      if (!next.finished) {
+        handshakes.add(next);
+        next.lease = setTimeout(() => finish(next), HANDSHAKE_LEASE_MS);
+        next.lease.unref?.();
+      }
       next.send();
     }
     while (waiting[0]?.cancelled) waiting.shift();
-    if (waiting.length > 0) {
+    // Held by the handshakes in flight: a finishing one drains again.
+    if (waiting.length > 0 && handshakes.size < maxHandshakes) {
       const oldest = sent[0] ?? now;
       timer = setTimeout(drain, Math.max(0, oldest + WINDOW_MS - now));
     }
   };
 
+  function finish(entry: Entry): void {
+    entry.finished = true;
+    clearTimeout(entry.lease);
+    if (handshakes.delete(entry)) drain();
+  }
+
   return {
     schedule(send) {
       const dueAt = slotAt(waiting.filter((entry) => !entry.cancelled).length, Date.now());
-      const entry = { send, cancelled: false };
+      const entry: Entry = { send, cancelled: false, finished: false };
       waiting.push(entry);
       drain();
       return {
         dueAt,
         cancel() {
           entry.cancelled = true;
+          finish(entry);
         },
+        done: () => finish(entry),
       };
     },
     record() {
@@ -109,9 +148,14 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
     get waiting() {
       return waiting.filter((entry) => !entry.cancelled).length;
     },
+    get handshaking() {
+      return handshakes.size;
+    },
     clear() {
       for (const entry of waiting) entry.cancelled = true;
       waiting.length = 0;
+      for (const entry of handshakes) clearTimeout(entry.lease);
+      handshakes.clear();
       clearTimeout(timer);
       timer = undefined;
     },

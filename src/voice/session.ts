@@ -94,6 +94,8 @@ export class GuildSession {
   #pendingRejoinDelayMs = 0;
   /** The join waiting in the join queue, if any: the connect deadline starts once it is sent. */
   #queuedJoin: QueuedJoin | undefined;
+  /** The last join sent through the join queue, whose handshake holds a slot there until it finishes. */
+  #handshake: QueuedJoin | undefined;
   #everReady = false;
   #ended: SessionEnd | undefined;
   #unguard: () => void = () => {};
@@ -219,6 +221,7 @@ export class GuildSession {
     this.#logger.info('voice session ended', { reason, dropped: this.pending });
     clearTimeout(this.#idleTimer);
     clearTimeout(this.#connectTimer);
+    this.#handshake?.done();
     this.#queue.close(reason);
     this.#unguard();
     this.player.removeAllListeners('stateChange');
@@ -255,6 +258,7 @@ export class GuildSession {
       case VoiceConnectionStatus.Ready:
         this.#everReady = true;
         clearTimeout(this.#connectTimer);
+        this.#handshake?.done();
         break;
       case VoiceConnectionStatus.Signalling:
         // The library rejoins by itself after any close but 4014 (see #withRejoinBackoff for the pacing).
@@ -335,6 +339,7 @@ export class GuildSession {
           return;
         }
         this.#queuedJoin?.cancel();
+        this.#handshake?.done();
         const queued = queue.schedule(() => {
           this.#queuedJoin = undefined;
           if (this.#ended) return;
@@ -343,6 +348,8 @@ export class GuildSession {
         });
         // Sent at once: the schedule call above already cleared it.
         if (queued.dueAt > Date.now()) this.#queuedJoin = queued;
+        // Its handshake holds one of the queue's slots until the connection is ready or the session ends.
+        this.#handshake = queued;
       };
       return {
         sendPayload: (payload) => {

@@ -72,4 +72,38 @@ describe('join queue', () => {
     expect(sent).toEqual([]);
     expect(queue.waiting).toBe(0);
   });
+
+  it('holds joins while the handshakes in flight are at the bound, and sends the next as one finishes', () => {
+    const queue = createJoinQueue({ perMinute: 100, maxHandshakes: 2 });
+    const sent: string[] = [];
+    const a = queue.schedule(() => sent.push('a'));
+    queue.schedule(() => sent.push('b'));
+    queue.schedule(() => sent.push('c'));
+    queue.schedule(() => sent.push('d'));
+    expect(sent).toEqual(['a', 'b']);
+    expect(queue.handshaking).toBe(2);
+    expect(queue.waiting).toBe(2);
+    // a's connection is ready: c goes; a reported twice frees nothing more.
+    a.done();
+    a.done();
+    expect(sent).toEqual(['a', 'b', 'c']);
+    expect(queue.handshaking).toBe(2);
+    // Nobody reports b or c: their lease frees the slots, so a lost report never stalls every join.
+    vi.advanceTimersByTime(19_999);
+    expect(sent).toEqual(['a', 'b', 'c']);
+    vi.advanceTimersByTime(1);
+    expect(sent).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('a join cancelled before it was sent never holds a handshake slot', () => {
+    const queue = createJoinQueue({ perMinute: 100, maxHandshakes: 1 });
+    const sent: string[] = [];
+    const a = queue.schedule(() => sent.push('a'));
+    const b = queue.schedule(() => sent.push('b'));
+    queue.schedule(() => sent.push('c'));
+    b.cancel();
+    a.cancel(); // the session ended mid-handshake
+    expect(sent).toEqual(['a', 'c']);
+    expect(queue.handshaking).toBe(1);
+  });
 });
