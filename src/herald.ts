@@ -68,7 +68,15 @@ export interface HeraldOptions {
   readonly voiceConnectTimeoutMs?: number;
   /** Bound on the TTS check of `/readyz` (default 3 s); tests shorten it. */
   readonly ttsReadyTimeoutMs?: number;
+  /** How long a graceful stop lets paid audio play out (default {@link DEFAULT_SHUTDOWN_DRAIN_MS}). */
+  readonly shutdownDrainMs?: number;
 }
+
+/**
+ * A graceful stop lets audio already paid for play out for at most this long (the entry point's hard limit on a
+ * whole stop is 10 s): long enough for the sentence being heard and the one ready after it, as a rule.
+ */
+export const DEFAULT_SHUTDOWN_DRAIN_MS = 5_000;
 
 /**
  * The composition root: builds every part from the config, wires them, and logs in. The only place that knows
@@ -365,6 +373,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     processError: (kind) => events.processError(kind),
     async stop() {
       stopRechecks();
+      // A deploy does not cut a sentence: what is already paid for is heard (bounded), the rest is saved.
+      await voice.drainAll(options.shutdownDrainMs ?? DEFAULT_SHUTDOWN_DRAIN_MS);
       await ops?.close();
       voice.destroyAll();
       await client.destroy();

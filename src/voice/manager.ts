@@ -208,6 +208,26 @@ export class VoiceManager {
   }
 
   /**
+   * The first half of a graceful shutdown: every session plays out the audio already paid for (the utterance
+   * being heard, and the one ready after it) and pays for nothing more, for at most `withinMs`. Resolves when all
+   * are done or the time is up; {@link destroyAll} then saves the rest.
+   */
+  async drainAll(withinMs: number): Promise<void> {
+    const drains = [...this.#sessions.values()]
+      .filter(({ session }) => !session.ended)
+      .map(({ session }) => session.drain());
+    if (drains.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(drains),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, withinMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /**
    * Ends every session (shutdown), saving first what each one still had to say. The utterance playing now was
    * heard, at least in part, and is not said again; one already paid for and waiting is (the audio cache serves it).
    */

@@ -124,6 +124,8 @@ export class SpeechQueue {
   #position: (() => number) | undefined;
   #prefetchTimer: NodeJS.Timeout | undefined;
   readonly #reported = new WeakSet<Utterance>();
+  /** Set while draining: resolved once nothing already paid for is left to play. */
+  #drained: (() => void) | undefined;
 
   constructor(options: SpeechQueueOptions) {
     this.#options = options;
@@ -226,11 +228,26 @@ export class SpeechQueue {
     return dropped;
   }
 
+  /**
+   * Plays out what is already paid for (the utterance playing, and the one synthesised ahead of it) and pays for
+   * nothing more; resolves once none of it is left (a graceful shutdown then saves the rest for after the
+   * restart). What waits unpaid stays queued.
+   */
+  drain(): Promise<void> {
+    clearTimeout(this.#prefetchTimer);
+    return new Promise((resolve) => {
+      this.#drained = resolve;
+      this.#pump();
+    });
+  }
+
   /** Drops everything and accepts nothing more. */
   close(reason: SessionEnd): void {
     if (this.#closed) return;
     this.#closed = true;
     this.stop(reason);
+    this.#drained?.();
+    this.#drained = undefined;
   }
 
   /** The player started (or resumed) `utterance`; `position` reads how much of it has been played, in ms. */
@@ -266,6 +283,15 @@ export class SpeechQueue {
 
   #pump(): void {
     if (this.#closed) return;
+    if (this.#drained && !this.#current?.synthesis && !this.#waiting[0]?.synthesis) {
+      // Draining, and nothing paid is left to play: what waits is saved unpaid.
+      if (this.#current && !this.#current.synthesis) this.#waiting.unshift(this.#current);
+      this.#current = undefined;
+      const resolve = this.#drained;
+      this.#drained = undefined;
+      resolve();
+      return;
+    }
     if (!this.#current) {
       const next = this.#waiting.shift();
       if (!next) {
@@ -289,7 +315,7 @@ export class SpeechQueue {
     clearTimeout(this.#prefetchTimer);
     const current = this.#current;
     const next = this.#waiting[0];
-    if (!this.#canPlay || !current?.playing || !next || next.synthesis) return;
+    if (this.#drained || !this.#canPlay || !current?.playing || !next || next.synthesis) return;
     const durationS = current.prepared?.result.durationS;
     if (durationS === undefined || this.#position === undefined) {
       // Without the duration the end cannot be foreseen: one ahead is the closest to "just in time" there is.

@@ -209,6 +209,11 @@ export class GuildSession {
     return this.#queue.withdraw(key);
   }
 
+  /** Plays out what is already paid for and pays for nothing more (see {@link SpeechQueue.drain}). */
+  drain(): Promise<void> {
+    return this.#queue.drain();
+  }
+
   /** Clears the queue and stops the current utterance; returns how many were dropped. */
   stop(): number {
     return this.#queue.stop('stop');

@@ -6,7 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DiscordEmulator, startDiscordEmulator } from '../../emulators/discord/index.ts';
 import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
-import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
+import { expectedDurationMs, startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { run } from '../support/process.ts';
 import { heraldEnv } from './harness.ts';
 
@@ -105,7 +105,7 @@ describe('npm start', () => {
     expect(output).not.toContain(tts.apiKey);
   });
 
-  it('SIGTERM while the next utterance downloads: a clean exit, and the unheard one is in the ledger', async () => {
+  it('SIGTERM while the next utterance downloads: what was paid for is heard, then a clean exit', async () => {
     tts.configure({ speed: 1 }); // real-time streaming: the next utterance is still downloading
     const databasePath = join(dataDir, 'sigterm.sqlite');
     try {
@@ -128,7 +128,14 @@ describe('npm start', () => {
       const { code, output } = await bot.done;
       expect(output).not.toMatch(/Unhandled 'error' event|uncaught/i);
       expect(code).toBe(0);
-      expect(speechRows(databasePath).map((row) => row.wasted)).toEqual([null, 'shutdown']);
+      // Both were paid for: the stop let them play out (within its bound) rather than waste the second.
+      expect(speechRows(databasePath).map((row) => row.wasted)).toEqual([null, null]);
+      const heard = await discord.voice(guild).untilSilent({ quietMs: 800 });
+      expect(heard.soundMs).toBeGreaterThan(
+        expectedDurationMs('The first thing said, long enough to hear.') +
+          expectedDurationMs('And then the second thing, said right after.') -
+          300,
+      );
     } finally {
       tts.configure({ speed: 8 });
     }

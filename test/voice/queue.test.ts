@@ -147,6 +147,47 @@ describe('SpeechQueue: paying as late as gapless playback allows', () => {
     expect(h.played.map((u) => u.request.text)).toEqual(['one', 'two']);
   });
 
+  it('draining (a graceful stop): plays out what is paid for, pays for nothing more, keeps the rest', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    for (const text of ['one', 'two', 'three', 'four']) h.say(text);
+    await h.flush();
+    h.pending[0]?.resolve(2);
+    await h.flush();
+    h.setPosition(1_600);
+    await vi.advanceTimersByTimeAsync(1_600);
+    expect(h.texts()).toEqual(['one', 'two']); // 'two' is paid for, ahead
+    let drained = false;
+    void h.queue.drain().then(() => {
+      drained = true;
+    });
+    await h.flush();
+    expect(drained).toBe(false);
+    // 'one' ends; the paid 'two' plays; nothing more is synthesised, whatever the position.
+    h.pending[1]?.resolve(2);
+    h.queue.finished(h.played[0] as Utterance);
+    await h.flush();
+    expect(h.played.map((u) => u.request.text)).toEqual(['one', 'two']);
+    h.setPosition(1_900);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(h.texts()).toEqual(['one', 'two']);
+    expect(drained).toBe(false);
+    h.queue.finished(h.played[1] as Utterance);
+    await h.flush();
+    expect(drained).toBe(true);
+    expect(h.texts()).toEqual(['one', 'two']);
+    expect(h.queue.unheard().map((r) => r.text)).toEqual(['three', 'four']);
+    expect(h.unplayed).toEqual([]);
+  });
+
+  it('draining with nothing paid resolves at once and keeps everything', async () => {
+    const h = harness();
+    for (const text of ['one', 'two']) h.say(text);
+    await h.queue.drain();
+    expect(h.pending).toHaveLength(0);
+    expect(h.queue.unheard().map((r) => r.text)).toEqual(['one', 'two']);
+  });
+
   it('without a duration, synthesises one ahead once the current one plays', async () => {
     const h = harness();
     h.queue.setCanPlay(true);
