@@ -26,6 +26,8 @@ const HANDSHAKE_LEASE_MS = 20_000;
 export interface QueuedJoin {
   /** When it is expected to be sent (`Date.now()` clock); now or earlier when it was sent at once. */
   readonly dueAt: number;
+  /** True once it was sent to Discord (held by the rate or by the handshakes in flight until then). */
+  readonly sent: boolean;
   /** Takes it out of the queue if not yet sent (the session ended, or the library sent a newer join). */
   cancel(): void;
   /** Its handshake finished (the connection is ready, or failed): the next join may be sent. Idempotent. */
@@ -68,6 +70,7 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
     send: () => void;
     cancelled: boolean;
     finished: boolean;
+    sent: boolean;
     lease?: NodeJS.Timeout;
   }
   const waiting: Entry[] = [];
@@ -100,6 +103,7 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
       const next = waiting.shift();
       if (!next || next.cancelled) continue;
       sent.push(now);
+      next.sent = true;
       if (!next.finished) {
         handshakes.add(next);
         next.lease = setTimeout(() => finish(next), HANDSHAKE_LEASE_MS);
@@ -124,11 +128,14 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
   return {
     schedule(send) {
       const dueAt = slotAt(waiting.filter((entry) => !entry.cancelled).length, Date.now());
-      const entry: Entry = { send, cancelled: false, finished: false };
+      const entry: Entry = { send, cancelled: false, finished: false, sent: false };
       waiting.push(entry);
       drain();
       return {
         dueAt,
+        get sent() {
+          return entry.sent;
+        },
         cancel() {
           entry.cancelled = true;
           finish(entry);

@@ -351,8 +351,8 @@ export class GuildSession {
           adapter.sendPayload(payload);
           this.#armConnectTimer();
         });
-        // Sent at once: the schedule call above already cleared it.
-        if (queued.dueAt > Date.now()) this.#queuedJoin = queued;
+        // Held (by the gateway's rate, or by the handshakes in flight): its send arms the connect deadline.
+        if (!queued.sent) this.#queuedJoin = queued;
         // Its handshake holds one of the queue's slots until the connection is ready or the session ends.
         this.#handshake = queued;
       };

@@ -117,13 +117,16 @@ describe('dropping paid audio at any moment', () => {
     },
   );
 
-  it('shutdown while the next utterance downloads: the waste is in the ledger and Herald comes back', async () => {
+  it('shutdown while the next utterance downloads: it is played out rather than wasted, and Herald comes back', async () => {
     const w = await open({ tts: { speed: 1 } });
     await w.discord.slash(w.member, 'speak', { text: FIRST });
     await w.discord.slash(w.member, 'speak', { text: SECOND });
     await vi.waitFor(() => expect(ledger(w)).toHaveLength(2), { timeout: 10_000 });
     await w.restart();
-    expect(ledger(w).map((row) => row.wasted)).toEqual([null, 'shutdown']);
+    expect(ledger(w).map((row) => row.wasted)).toEqual([null, null]);
+    expect((await w.discord.voice(w.guild).untilSilent({ quietMs: 600 })).soundMs).toBeGreaterThan(
+      expectedDurationMs(FIRST) + expectedDurationMs(SECOND) - 300,
+    );
     const again = await w.discord.slash(w.member, 'speak', { text: 'Still here.' });
     expect(again.content).toMatch(/Speaking now|Queued/);
   });

@@ -78,15 +78,20 @@ describe('join queue', () => {
     const sent: string[] = [];
     const a = queue.schedule(() => sent.push('a'));
     queue.schedule(() => sent.push('b'));
-    queue.schedule(() => sent.push('c'));
+    const c = queue.schedule(() => sent.push('c'));
     queue.schedule(() => sent.push('d'));
     expect(sent).toEqual(['a', 'b']);
     expect(queue.handshaking).toBe(2);
     expect(queue.waiting).toBe(2);
+    // Held by the handshakes, not by the rate: due now, and not sent (its connect deadline waits for the send).
+    expect(c.sent).toBe(false);
+    expect(c.dueAt).toBe(Date.now());
+    expect(a.sent).toBe(true);
     // a's connection is ready: c goes; a reported twice frees nothing more.
     a.done();
     a.done();
     expect(sent).toEqual(['a', 'b', 'c']);
+    expect(c.sent).toBe(true);
     expect(queue.handshaking).toBe(2);
     // Nobody reports b or c: their lease frees the slots, so a lost report never stalls every join.
     vi.advanceTimersByTime(19_999);
