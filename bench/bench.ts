@@ -19,6 +19,7 @@ import {
 } from '../emulators/discord/index.ts';
 import { trustedTestCertificate } from '../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
+import { DEFAULT_UTTERANCE_PAUSE_MS } from '../src/config.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { runBaseline } from './baseline.ts';
 
@@ -98,7 +99,16 @@ export interface BenchResult {
   /** P2: /speak sent → first voice packet. */
   readonly p2SpeakToFirstPacketMs: { readonly cold: Spread; readonly warm: Spread };
   /** P3: silences between three queued utterances, with a TTS that streams at real time; no pause is configured. */
-  readonly p3GapsMs: { readonly configuredPauseMs: number; readonly gaps: readonly number[] };
+  readonly p3GapsMs: {
+    readonly configuredPauseMs: number;
+    /** Silences the listener's decoder renders (reception gaps over 60 ms, silence frames). */
+    readonly gaps: readonly number[];
+    /**
+     * The mean silence between two utterances from packet arrival times: the time from the first sounding
+     * packet to the last not covered by sounding packets, over the boundaries. Sees gaps too short to render.
+     */
+    readonly meanGapMs: number;
+  };
   /** P4: concurrent servers speaking at once; P5 is each step's memory. */
   readonly p4Concurrency: readonly ConcurrencyStep[];
   /** The largest P4 step with at most 1 % late packets (0 if none). */
@@ -183,8 +193,11 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     const first = servers[0] as Server;
     const latency = await measureLatency(discord, tts, first, options.runs);
     log(`P1/P2 done: warm ${latency.warm.median.toFixed(1)} ms, cold ${latency.cold.median.toFixed(1)} ms`);
-    const p3 = await measureGaps(discord, tts, first);
-    log(`P3 done: gaps ${p3.gaps.map((gap) => gap.toFixed(0)).join(', ')} ms`);
+    const pauseMs = Number(options.heraldEnv?.UTTERANCE_PAUSE_MS ?? DEFAULT_UTTERANCE_PAUSE_MS);
+    const p3 = await measureGaps(discord, tts, first, pauseMs);
+    log(
+      `P3 done: mean gap ${p3.meanGapMs} ms (rendered: ${p3.gaps.map((gap) => gap.toFixed(0)).join(', ')} ms)`,
+    );
 
     const steps: ConcurrencyStep[] = [];
     let inVoice = 1;
@@ -328,7 +341,10 @@ async function measureLatency(discord: DiscordEmulator, tts: TtsEmulator, server
   return { cold: spread(cold), warm: spread(warm), ttsToPacket: spread(ttsToPacket) };
 }
 
-async function measureGaps(discord: DiscordEmulator, tts: TtsEmulator, server: Server) {
+/** One Opus frame's length. */
+const FRAME_MS = 20;
+
+async function measureGaps(discord: DiscordEmulator, tts: TtsEmulator, server: Server, pauseMs: number) {
   const capture = discord.voice(server.guild);
   tts.configure({ speed: 1 });
   try {
@@ -339,7 +355,15 @@ async function measureGaps(discord: DiscordEmulator, tts: TtsEmulator, server: S
       await discord.slash(server.member, 'speak', { text });
     }
     const heard = await capture.untilSilent({ quietMs: 800, timeoutMs: 60_000 });
-    return { configuredPauseMs: 0, gaps: heard.gapsMs.map((gap) => round(gap, 1)) };
+    const sounding = capture.frames.filter((frame) => !frame.silence);
+    const first = sounding[0]?.receivedAt ?? 0;
+    const last = sounding.at(-1)?.receivedAt ?? 0;
+    const silentMs = last - first + FRAME_MS - sounding.length * FRAME_MS;
+    return {
+      configuredPauseMs: pauseMs,
+      gaps: heard.gapsMs.map((gap) => round(gap, 1)),
+      meanGapMs: sounding.length > 0 ? round(silentMs / 2, 1) : Number.NaN,
+    };
   } finally {
     tts.configure({ speed: 4 });
   }

@@ -2,7 +2,7 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>-<commit>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's warnings, `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's warnings, `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ const options: BenchOptions = {
   ...(flag('cold') ? { coldServers: Number(flag('cold')) } : {}),
   ...(flag('seconds') ? { audioSeconds: Number(flag('seconds')) } : {}),
   ...(args.includes('--all-steps') ? { allSteps: true } : {}),
+  ...(flag('pause') ? { heraldEnv: { UTTERANCE_PAUSE_MS: flag('pause') ?? '' } } : {}),
   ...(flag('herald-log') ? { heraldLogFile: flag('herald-log') ?? '' } : {}),
   ...(args.includes('--cpu-prof')
     ? { heraldNodeFlags: ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`] }
@@ -45,7 +46,7 @@ function formatTable(r: BenchResult): string {
     ['P2 /speak → first voice packet, warm', ms(r.p2SpeakToFirstPacketMs.warm)],
     [
       'P3 gaps between queued utterances',
-      `${r.p3GapsMs.gaps.map((gap) => `${gap} ms`).join(', ')} (configured pause ${r.p3GapsMs.configuredPauseMs} ms; TTS at real time)`,
+      `mean ${r.p3GapsMs.meanGapMs} ms from packet times; rendered silences ${r.p3GapsMs.gaps.map((gap) => `${gap} ms`).join(', ') || 'none'} (configured pause ${r.p3GapsMs.configuredPauseMs} ms; TTS at real time)`,
     ],
     ...r.p4Concurrency.map((s): [string, string] => [
       `P4 ${s.servers} servers at once`,

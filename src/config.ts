@@ -5,6 +5,9 @@ import { isSnowflake } from './snowflake.ts';
 import type { DatabaseConfig } from './storage/open.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
 
+/** The silence between two queued utterances when none is configured: a breath, so messages stay apart. */
+export const DEFAULT_UTTERANCE_PAUSE_MS = 120;
+
 /** Herald's whole configuration, parsed once at start-up. */
 export interface Config {
   readonly discord: {
@@ -22,6 +25,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** Leave the voice channel after this long with nothing to say. */
   readonly idleTimeoutMs: number;
+  /** Silence between two queued utterances, in ms (`UTTERANCE_PAUSE_MS`). */
+  readonly utterancePauseMs: number;
   /** The budget guard's floor, warning level, alert channel, price, member rate and operators. */
   readonly budget: BudgetConfig;
   /** The audio cache: size bound, age, longest cached utterance, folder. */
@@ -92,6 +97,11 @@ export function parseConfig(env: Env): ConfigResult {
     problems.push('IDLE_TIMEOUT_SECONDS must be a number of seconds between 1 and 86400.');
   }
 
+  const pauseMs = Number(value('UTTERANCE_PAUSE_MS') ?? String(DEFAULT_UTTERANCE_PAUSE_MS));
+  if (!Number.isInteger(pauseMs) || pauseMs < 0 || pauseMs > 2_000) {
+    problems.push('UTTERANCE_PAUSE_MS must be a whole number of milliseconds between 0 and 2000.');
+  }
+
   const count = (name: string, fallback: number, max: number): number => {
     const raw = value(name);
     const parsed = raw === undefined ? fallback : Number(raw);
@@ -136,6 +146,7 @@ export function parseConfig(env: Env): ConfigResult {
       database,
       logLevel,
       idleTimeoutMs: idleSeconds * 1000,
+      utterancePauseMs: pauseMs,
       budget: budget.value,
       cache: cache.value,
       queueLimits: { perServer, perMember },

@@ -181,6 +181,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const voice = new VoiceManager({
     logger: voiceLogger,
     idleTimeoutMs: config.idleTimeoutMs,
+    pauseMs: config.utterancePauseMs,
     ...(options.voiceConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),

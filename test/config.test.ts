@@ -34,6 +34,7 @@ describe('parseConfig', () => {
       DATABASE_URL: 'sqlite:/var/lib/herald/db.sqlite',
       LOG_LEVEL: 'DEBUG',
       IDLE_TIMEOUT_SECONDS: '60',
+      UTTERANCE_PAUSE_MS: '0',
     });
     expect(result).toMatchObject({
       ok: true,
@@ -43,8 +44,10 @@ describe('parseConfig', () => {
         database: { kind: 'sqlite', path: '/var/lib/herald/db.sqlite' },
         logLevel: 'debug',
         idleTimeoutMs: 60_000,
+        utterancePauseMs: 0,
       },
     });
+    expect(parseConfig(valid)).toMatchObject({ ok: true, value: { utterancePauseMs: 120 } });
   });
 
   it('lists every problem at once, each naming its variable', () => {
@@ -55,6 +58,7 @@ describe('parseConfig', () => {
       DATABASE_URL: 'mysql://db/herald',
       LOG_LEVEL: 'loud',
       IDLE_TIMEOUT_SECONDS: 'soon',
+      UTTERANCE_PAUSE_MS: '2500',
     });
     expect(result.ok).toBe(false);
     const problems = result.ok ? [] : result.problems;
@@ -67,6 +71,7 @@ describe('parseConfig', () => {
       'DATABASE_URL',
       'LOG_LEVEL',
       'IDLE_TIMEOUT_SECONDS',
+      'UTTERANCE_PAUSE_MS',
     ]) {
       expect(
         problems.some((problem) => problem.startsWith(name)),

@@ -17,10 +17,15 @@ export interface SpeechResourceOptions<T> {
   readonly metadata: T;
   /** Receives the pipeline's debug lines. */
   readonly logger?: Logger;
+  /** Frames of silence after the audio; default {@link STOP_SILENCE_FRAMES}. */
+  readonly trailingSilenceFrames?: number;
 }
 
-// @discordjs/voice's default: frames of silence after the end, so the listener's decoder does not glitch.
-const SILENCE_PADDING_FRAMES = 5;
+/**
+ * Frames of silence after the end when transmission stops (Discord asks for five, and @discordjs/voice sends them
+ * by default), so the listeners' decoders do not interpolate into whatever comes next.
+ */
+export const STOP_SILENCE_FRAMES = 5;
 
 /** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → createOggOpusPacketizer →
  * Opus packets; WAV → createWavToPcm → prism's Opus encoder. No FFmpeg, no child process. An error on the input
@@ -36,7 +41,7 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
         [],
         [audio, createOggOpusPacketizer({ logger })],
         o.metadata,
-        SILENCE_PADDING_FRAMES,
+        o.trailingSilenceFrames ?? STOP_SILENCE_FRAMES,
       );
     case 'wav':
       return new AudioResource<T>(
@@ -48,7 +53,7 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
           new prism.opus.Encoder({ rate: 48_000, channels: 2, frameSize: 960 }),
         ],
         o.metadata,
-        SILENCE_PADDING_FRAMES,
+        o.trailingSilenceFrames ?? STOP_SILENCE_FRAMES,
       );
     default:
       audio.destroy();
@@ -57,4 +62,13 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
         `Unknown audio format ${JSON.stringify(o.format satisfies never)}: expected 'opus' or 'wav'`,
       );
   }
+}
+
+/**
+ * Changes how many frames of silence end `resource`: fewer than {@link STOP_SILENCE_FRAMES} once the utterance
+ * after it is ready to follow at once. Takes effect if called before its audio runs out (the player reads the
+ * count then). `silencePaddingFrames` is a public field of @discordjs/voice's AudioResource, typed read-only there.
+ */
+export function setTrailingSilence(resource: AudioResource<unknown>, frames: number): void {
+  (resource as { silencePaddingFrames: number }).silencePaddingFrames = frames;
 }

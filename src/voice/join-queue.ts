@@ -46,6 +46,11 @@ export interface JoinQueue {
   readonly waiting: number;
   /** Joins sent whose handshake has not finished. */
   readonly handshaking: number;
+  /**
+   * True under a burst (joins waiting, or handshakes at the bound): a join may then take long enough to fail, so
+   * nothing should be paid for before its connection is ready.
+   */
+  readonly busy: boolean;
   /** Cancels every waiting join (shutdown). */
   clear(): void;
 }
@@ -157,6 +162,9 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
     },
     get handshaking() {
       return handshakes.size;
+    },
+    get busy() {
+      return handshakes.size >= maxHandshakes || waiting.some((entry) => !entry.cancelled);
     },
     clear() {
       for (const entry of waiting) entry.cancelled = true;

@@ -34,6 +34,8 @@ export interface VoiceManagerOptions {
   readonly synthesize: Synthesize;
   readonly logger: Logger;
   readonly idleTimeoutMs: number;
+  /** Silence between two queued utterances, in ms. */
+  readonly pauseMs?: number;
   readonly connectTimeoutMs?: number;
   /** How much one server and one member may queue; default {@link DEFAULT_QUEUE_LIMITS}. */
   readonly limits?: QueueLimits;
@@ -158,6 +160,7 @@ export class VoiceManager {
           }
         : {}),
       idleTimeoutMs: this.#options.idleTimeoutMs,
+      ...(this.#options.pauseMs === undefined ? {} : { pauseMs: this.#options.pauseMs }),
       ...(this.#options.joinQueue ? { joinQueue: this.#options.joinQueue } : {}),
       ...(this.#options.connectTimeoutMs === undefined
         ? {}

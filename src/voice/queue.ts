@@ -98,6 +98,11 @@ export interface SpeechQueueOptions {
   readonly onUnplayed?: (result: GenerateResult, request: SpeechRequest, reason: DropReason) => void;
   /** Told when the queue has become empty (nothing playing, nothing waiting). */
   readonly onEmpty?: () => void;
+  /**
+   * Told when the utterance after the one playing is ready to play: the one playing may then end without the
+   * silence that marks a pause in transmission, since the next follows at once.
+   */
+  readonly onNextReady?: () => void;
   /** Told after any change to what is still to be heard ({@link SpeechQueue.unheard}). */
   readonly onChange?: () => void;
   /** Clock in ms; `performance.now` by default. */
@@ -268,6 +273,14 @@ export class SpeechQueue {
     this.#pump();
   }
 
+  #notify(listener: (() => void) | undefined): void {
+    try {
+      listener?.();
+    } catch (error) {
+      this.#options.logger.error('a queue listener failed', { err: error });
+    }
+  }
+
   #changed(): void {
     if (this.#closed) return;
     try {
@@ -374,6 +387,7 @@ export class SpeechQueue {
           this.#discard(utterance, utterance.dropped);
           throw new TtsAbortedError();
         }
+        if (this.#current?.playing && this.#waiting[0] === utterance) this.#notify(this.#options.onNextReady);
         return prepared;
       });
     // Awaited by #start; this keeps the failure of an utterance dropped before it is due from going unhandled.

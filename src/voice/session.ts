@@ -3,6 +3,7 @@ import {
   type AudioPlayerError,
   type AudioPlayerState,
   AudioPlayerStatus,
+  type AudioResource,
   createAudioPlayer,
   type DiscordGatewayAdapterCreator,
   entersState,
@@ -13,7 +14,7 @@ import {
   type VoiceConnectionState,
   VoiceConnectionStatus,
 } from '@discordjs/voice';
-import { createSpeechResource } from '../audio/resource.ts';
+import { createSpeechResource, STOP_SILENCE_FRAMES, setTrailingSilence } from '../audio/resource.ts';
 import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
@@ -51,6 +52,8 @@ export interface GuildSessionOptions {
   readonly logger: Logger;
   /** Leave after this long with nothing queued. */
   readonly idleTimeoutMs: number;
+  /** Silence between two queued utterances, in ms; default 120. */
+  readonly pauseMs?: number;
   /** Called once when the session is over, after its clean-up. */
   readonly onEnd: (reason: SessionEnd) => void;
   /** Told of audio that was paid for and will never be played, and why. */
@@ -67,6 +70,10 @@ export interface GuildSessionOptions {
   readonly joinQueue?: JoinQueue;
 }
 
+/** One Opus frame, and one tick of the audio player. */
+const FRAME_MS = 20;
+/** Silence between two queued utterances when the session is given none (the configuration's default). */
+const DEFAULT_PAUSE_MS = 120;
 /** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
  *  ends a dead stream with a clear error, is meant to fire first. */
 const MAX_MISSED_FRAMES = 250;
@@ -99,11 +106,22 @@ export class GuildSession {
   #everReady = false;
   #ended: SessionEnd | undefined;
   #unguard: () => void = () => {};
+  /** What the player was last given. */
+  #resource: AudioResource | undefined;
+  /**
+   * Frames of silence that make the configured pause: the player starts the next utterance one 20 ms tick after
+   * the last frame of the one before, so that tick is part of the pause.
+   */
+  readonly #pauseFrames: number;
 
   constructor(options: GuildSessionOptions) {
     this.guildId = options.guildId;
     this.#options = options;
     this.#logger = options.logger.child({ guild: options.guildId });
+    this.#pauseFrames = Math.max(
+      0,
+      Math.round(((options.pauseMs ?? DEFAULT_PAUSE_MS) - FRAME_MS) / FRAME_MS),
+    );
     this.player = createAudioPlayer({
       behaviors: { noSubscriber: NoSubscriberBehavior.Pause, maxMissedFrames: MAX_MISSED_FRAMES },
     });
@@ -118,8 +136,15 @@ export class GuildSession {
           format: prepared.result.format,
           metadata: utterance,
           logger: this.#logger,
+          trailingSilenceFrames: Math.max(STOP_SILENCE_FRAMES, this.#pauseFrames),
         });
+        this.#resource = resource;
         this.player.play(resource);
+      },
+      // The silence frames after an utterance tell the listeners' decoders that transmission pauses (Discord asks
+      // for five); when the next utterance is ready to follow, the silence is the configured pause instead.
+      onNextReady: () => {
+        if (this.#resource) setTrailingSilence(this.#resource, this.#pauseFrames);
       },
       // With DAVE negotiated and a member listening, the first frame must leave end-to-end encrypted.
       beforePlay: async (utterance) => {
@@ -256,8 +281,10 @@ export class GuildSession {
     this.#logger.debug('voice connection state', { from: oldState.status, to: newState.status });
     // Discord accepted the join once the connection is connecting: it is ready within a synthesis' time, so the
     // first utterance may be paid for then; before that (signalling), a join that never completes costs nothing.
+    // Under a burst of joins a handshake can take long enough to fail: then nothing is paid before it is ready.
     this.#queue.setCanPlay(
-      newState.status === VoiceConnectionStatus.Ready || newState.status === VoiceConnectionStatus.Connecting,
+      newState.status === VoiceConnectionStatus.Ready ||
+        (newState.status === VoiceConnectionStatus.Connecting && !this.#options.joinQueue?.busy),
     );
     switch (newState.status) {
       case VoiceConnectionStatus.Ready:

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { analyse, decodeOpus } from '../../emulators/support/audio.ts';
 import { encodeTone, toneSamples, writeOggOpus } from '../../emulators/tts/ogg.ts';
 import { parseOpusPacket } from '../../src/audio/ogg-opus.ts';
-import { createSpeechResource } from '../../src/audio/resource.ts';
+import { createSpeechResource, setTrailingSilence } from '../../src/audio/resource.ts';
 import { chunked } from './helpers.ts';
 import { wavFile } from './wav-fixtures.ts';
 
@@ -65,6 +65,28 @@ describe('createSpeechResource', () => {
     expect(await readAll(resource.playStream)).toEqual(oggPackets);
     expect(resource.encoder).toBeUndefined();
     expect(spawnCount(spies)).toBe(0);
+  });
+
+  it('ends with five frames of silence, or with the pause asked for once the next utterance is ready', async () => {
+    const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
+    const tail = async (follow?: number): Promise<Buffer[]> => {
+      const resource = createSpeechResource(Readable.from([oggBody]), { format: 'opus', metadata: {} });
+      if (follow !== undefined) setTrailingSilence(resource, follow);
+      const read: Buffer[] = [];
+      // As the player does each 20 ms tick: read while the resource says it is readable.
+      for (let tick = 0; tick < 200 && !resource.ended; tick++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        while (resource.readable) {
+          const packet = resource.read();
+          if (!packet) break;
+          read.push(packet);
+        }
+      }
+      return read.slice(oggPackets.length);
+    };
+    expect(await tail()).toEqual([SILENCE, SILENCE, SILENCE, SILENCE, SILENCE]);
+    expect(await tail(0)).toEqual([]);
+    expect(await tail(2)).toEqual([SILENCE, SILENCE]);
   });
 
   it('WAV: the play stream yields 20 ms Opus packets from prism’s encoder, holding the tone', async () => {

@@ -74,6 +74,31 @@ describe('/speak', () => {
     );
   });
 
+  it('puts exactly the configured pause between queued utterances, as silence frames', async () => {
+    const paused = await createWorld({ env: { UTTERANCE_PAUSE_MS: '400' } });
+    try {
+      for (const text of ['One, then a pause.', 'Two, after it.']) {
+        await paused.discord.slash(paused.member, 'speak', { text });
+      }
+      await paused.discord.voice(paused.guild).untilSilent({ quietMs: 800 });
+      // Runs of silence frames between sound: 400 ms is 19 frames plus the player's one tick. At the very end, at
+      // least the 5 that mark a stop (the padding is chosen before anyone knows whether more will follow).
+      const runs: number[] = [];
+      let run = 0;
+      for (const frame of paused.discord.voice(paused.guild).frames) {
+        if (frame.silence) run += 1;
+        else if (run > 0) {
+          runs.push(run);
+          run = 0;
+        }
+      }
+      expect(runs).toEqual([19]);
+      expect(run).toBeGreaterThanOrEqual(5);
+    } finally {
+      await paused.close();
+    }
+  });
+
   it('refuses when the caller is not in voice, the text is empty or over the limit', async () => {
     const stranger = world.guild.addMember({ name: 'Cleo Elsewhere' });
     expect((await world.discord.slash(stranger, 'speak', { text: 'hi' })).content).toMatch(

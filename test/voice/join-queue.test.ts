@@ -83,6 +83,7 @@ describe('join queue', () => {
     expect(sent).toEqual(['a', 'b']);
     expect(queue.handshaking).toBe(2);
     expect(queue.waiting).toBe(2);
+    expect(queue.busy).toBe(true);
     // Held by the handshakes, not by the rate: due now, and not sent (its connect deadline waits for the send).
     expect(c.sent).toBe(false);
     expect(c.dueAt).toBe(Date.now());
@@ -98,6 +99,9 @@ describe('join queue', () => {
     expect(sent).toEqual(['a', 'b', 'c']);
     vi.advanceTimersByTime(1);
     expect(sent).toEqual(['a', 'b', 'c', 'd']);
+    // Only d handshakes now, of two allowed, and nothing waits.
+    expect(queue.handshaking).toBe(1);
+    expect(queue.busy).toBe(false);
   });
 
   it('a join cancelled before it was sent never holds a handshake slot', () => {

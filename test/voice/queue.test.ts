@@ -30,6 +30,7 @@ function harness(options: { perServer?: number; perMember?: number; pacing?: Syn
   const failures: { text: string; error: unknown }[] = [];
   let stops = 0;
   let position = 0;
+  let nextReady = 0;
   const queue: SpeechQueue = new SpeechQueue({
     guildId: 'g',
     logger: silentLogger,
@@ -77,6 +78,9 @@ function harness(options: { perServer?: number; perMember?: number; pacing?: Syn
       if (playing) queueMicrotask(() => queue.finished(playing));
     },
     onUnplayed: (_result, request, reason) => unplayed.push({ text: request.text, reason }),
+    onNextReady: () => {
+      nextReady += 1;
+    },
   });
   const say = (text: string, userId = 'u1') =>
     queue.enqueue({
@@ -96,6 +100,7 @@ function harness(options: { perServer?: number; perMember?: number; pacing?: Syn
     failures,
     flush,
     stops: () => stops,
+    nextReady: () => nextReady,
     setPosition: (ms: number) => {
       position = ms;
     },
@@ -186,6 +191,22 @@ describe('SpeechQueue: paying as late as gapless playback allows', () => {
     await h.queue.drain();
     expect(h.pending).toHaveLength(0);
     expect(h.queue.unheard().map((r) => r.text)).toEqual(['one', 'two']);
+  });
+
+  it('says when the next is ready while one plays (so the one playing may end without trailing silence)', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    for (const text of ['one', 'two']) h.say(text);
+    await h.flush();
+    h.pending[0]?.resolve(2);
+    await h.flush();
+    expect(h.nextReady()).toBe(0); // the first one is not "next"
+    h.setPosition(1_600);
+    await vi.advanceTimersByTimeAsync(1_600);
+    expect(h.nextReady()).toBe(0); // being synthesised, not ready
+    h.pending[1]?.resolve(2);
+    await h.flush();
+    expect(h.nextReady()).toBe(1);
   });
 
   it('without a duration, synthesises one ahead once the current one plays', async () => {
