@@ -55,6 +55,8 @@ async function startBot(): Promise<void> {
     };
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
+    // A shard of `npm run start:shards` stops with its manager (its IPC channel closes), even after a kill -9 of it.
+    if (config.shards.managed) process.once('disconnect', () => shutdown('the sharding manager is gone'));
   } catch (error) {
     logger.error('Herald could not start', { err: error });
     process.exit(1);

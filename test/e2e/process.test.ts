@@ -1,5 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,41 +8,9 @@ import { type DiscordEmulator, startDiscordEmulator } from '../../emulators/disc
 import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { heraldEnv } from './harness.ts';
+import { run } from './spawn.ts';
 
 // Herald as an operator runs it: `npm start` and `npm run deploy-commands` as real processes.
-
-interface Run {
-  readonly code: number | null;
-  readonly output: string;
-}
-
-function run(
-  script: string,
-  args: string[],
-  env: Record<string, string>,
-  until?: RegExp,
-): { child: ChildProcess; done: Promise<Run>; seen: Promise<string> } {
-  // A clean environment: nothing from this machine's shell or a developer's .env leaks in.
-  const child = spawn(process.execPath, [script, ...args], {
-    cwd: mkdtempSync(join(tmpdir(), 'herald-proc-')),
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  let resolveSeen: (output: string) => void = () => {};
-  const seen = new Promise<string>((resolve) => {
-    resolveSeen = resolve;
-  });
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString();
-    if (until?.test(output)) resolveSeen(output);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  const done = once(child, 'exit').then(([code]) => ({ code: code as number | null, output }));
-  return { child, done, seen };
-}
-
 const ROOT = join(import.meta.dirname, '..', '..');
 const INDEX = join(ROOT, 'src', 'index.ts');
 const DEPLOY = join(ROOT, 'scripts', 'deploy-commands.ts');
