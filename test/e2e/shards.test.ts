@@ -136,18 +136,22 @@ async function ledgerOf(
   }
 }
 
-const chargedRequests = () => tts.requests.filter((r) => r.chargedUsd > 0);
 const nanos = (usd: number) => Math.round(usd * 1e9);
 
-/** The ledger holds a row for every request the service charged, and their sum is what it charged. */
-async function expectLedgerMatchesService(url: string): Promise<void> {
+/**
+ * The ledger (a fresh database per test) holds a row for every request the service charged since the test's
+ * first request (`since`, an index into its requests), and their sum is what it charged, to the cent.
+ */
+async function expectLedgerMatchesService(url: string, since: number): Promise<void> {
   await vi.waitFor(
     async () => {
+      const charged = tts.requests.slice(since).filter((r) => r.chargedUsd > 0);
       const ledger = await ledgerOf(url);
       const ids = new Set(ledger.map((row) => row.requestId));
-      expect(chargedRequests().filter((r) => !ids.has(r.requestId))).toEqual([]);
+      expect(charged.filter((r) => !ids.has(r.requestId)).map((r) => r.requestId)).toEqual([]);
+      expect(ledger).toHaveLength(charged.length);
       const ledgerCents = Math.round(ledger.reduce((sum, row) => sum + row.costNanos, 0) / 1e7);
-      expect(ledgerCents).toBe(Math.round(tts.totalChargedUsd() * 100));
+      expect(ledgerCents).toBe(Math.round(charged.reduce((sum, r) => sum + r.chargedUsd, 0) * 100));
     },
     { timeout: 10_000, interval: 200 },
   );
@@ -172,7 +176,7 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
         [3, 4],
       ]);
       for (let shard = 0; shard < 4; shard += 1) {
-        expect(servers.filter((s) => shardOf(s.guild.id, 4) === shard).length).toBeGreaterThan(5);
+        expect(servers.filter((s) => shardOf(s.guild.id, 4) === shard).length).toBeGreaterThanOrEqual(5);
       }
       const replies = await Promise.all(
         servers.flatMap(({ members, text }) =>
@@ -194,7 +198,7 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       expect(tts.balanceUsd).toBeGreaterThanOrEqual(0.5);
       for (const reply of refusedAtOnce()) expect(reply.content).toMatch(FLOOR_SENTENCE);
       for (const reply of refusedLater()) expect(reply.followUps()[0]?.content).toMatch(FLOOR_SENTENCE);
-      await expectLedgerMatchesService(url);
+      await expectLedgerMatchesService(url, before);
     } finally {
       await stopGroup(group);
     }
@@ -223,26 +227,40 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       const inCapped = replies.filter((_, i) => speakers[i]?.guildId === capped.guild.id);
       const others = replies.filter((_, i) => speakers[i]?.guildId !== capped.guild.id);
       expect(others.every((r) => ACCEPTED.test(r.content))).toBe(true);
-      expect(inCapped.filter((r) => ACCEPTED.test(r.content))).toHaveLength(2);
-      for (const reply of inCapped.filter((r) => !ACCEPTED.test(r.content))) {
-        expect(reply.content).toMatch(/This server has used its daily speech budget: \$0\.0\d of \$0\.02/);
-      }
+      // Six members at once: each is refused at /speak, or queued and refused when its turn comes; two are paid.
+      const capSentence = /This server has used its daily speech budget: \$0\.0\d of \$0\.02/;
+      const refusedInCapped = () =>
+        inCapped.flatMap((r) =>
+          ACCEPTED.test(r.content) ? r.followUps().map((f) => f.content) : [r.content],
+        );
       const charged = () => tts.requests.slice(before).filter((r) => r.chargedUsd > 0).length;
-      await vi.waitFor(() => expect(charged()).toBe(others.length + 2), { timeout: 30_000, interval: 100 });
-      await expectLedgerMatchesService(url);
+      await vi.waitFor(
+        () => {
+          expect(charged()).toBe(others.length + 2);
+          expect(refusedInCapped()).toHaveLength(4);
+        },
+        { timeout: 30_000, interval: 100 },
+      );
+      for (const refusal of refusedInCapped()) expect(refusal).toMatch(capSentence);
+      console.log(
+        `daily cap $0.02 on ${capped.guild.name} (shard ${shardOf(capped.guild.id, 4)}): 2 of 6 spoken, ${others.length} other servers all spoken`,
+      );
+      await expectLedgerMatchesService(url, before);
       const cappedNanos = (await ledgerOf(url))
         .filter((row) => row.guildId === capped.guild.id)
         .reduce((sum, row) => sum + row.costNanos, 0);
-      expect(cappedNanos).toBeLessThanOrEqual(nanos(0.02));
+      expect(cappedNanos).toBe(nanos(0.02));
     } finally {
+      // The extra members stay seated: members leaving a call while the bot is away leave the emulator's DAVE
+      // group in a state where the next join never gets its first frame out (seen once; not a sharding matter).
       await stopGroup(group);
-      for (const member of extra) capped.guild.leaveVoice(member);
     }
   });
 
   it('brings a shard killed with -9 mid-utterance back within 15 s, while the others keep speaking', async () => {
     const url = await createDatabase((cluster as { url: string }).url);
     tts.balanceUsd = 10;
+    const before = tts.requests.length;
     const group = await startGroup(url, { SHARD_COUNT: '4' });
     try {
       const victimShard = 1;
@@ -312,7 +330,7 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       console.log(
         `kill -9 of shard ${victimShard}: /speak answered again after ${backAfterMs} ms; ${survivors.length} servers on other shards spoke through`,
       );
-      await expectLedgerMatchesService(url);
+      await expectLedgerMatchesService(url, before);
     } finally {
       await stopGroup(group);
     }
@@ -349,7 +367,7 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       discord.sendMessage(member, server.text, marker);
       await vi.waitFor(
         () => {
-          const request = tts.requests.find((r) => JSON.stringify(r.body).includes(marker));
+          const request = tts.requests.find((r) => (JSON.stringify(r.body) ?? '').includes(marker));
           expect((request?.body as { speaker_id?: string } | undefined)?.speaker_id).toBe(adam?.id);
         },
         { timeout: 15_000, interval: 100 },
