@@ -162,7 +162,7 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
     const url = await createDatabase((cluster as { url: string }).url);
     tts.balanceUsd = 0.555;
     const before = tts.requests.length;
-    const group = await startGroup(url, { SHARD_COUNT: '4', BUDGET_FLOOR_USD: '0.50' });
+    const group = await startGroup(url, { SHARD_COUNT: '4', BUDGET_FLOOR_USD: '0.50', METRICS_PORT: '0' });
     try {
       expect(
         discord
@@ -199,6 +199,30 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       for (const reply of refusedAtOnce()) expect(reply.content).toMatch(FLOOR_SENTENCE);
       for (const reply of refusedLater()) expect(reply.followUps()[0]?.content).toMatch(FLOOR_SENTENCE);
       await expectLedgerMatchesService(url, before);
+
+      // The manager's one endpoint: every shard's metrics summed, every shard's readiness.
+      const endpoint = linesOf(group).find((l) => l.msg === 'ops endpoint listening')?.url as string;
+      const metrics = await (await fetch(`${endpoint}/metrics`)).text();
+      expect(metrics).toMatch(/^herald_characters_charged_total 50$/m);
+      expect(metrics).toMatch(/^herald_gateway_connected 1$/m);
+      expect(metrics).toMatch(/^herald_budget_floor_usd 0\.5$/m);
+      const ready = await fetch(`${endpoint}/readyz`);
+      const body = (await ready.json()) as { ready: boolean; shards: Record<string, { checks: unknown }> };
+      // $0.505 is above the floor (the sixth utterance was refused, not paid): every shard is ready, and says so.
+      expect(ready.status).toBe(200);
+      expect(body.ready).toBe(true);
+      expect(Object.keys(body.shards)).toEqual(['0', '1', '2', '3']);
+      for (const shard of Object.values(body.shards)) {
+        expect(shard.checks).toMatchObject({
+          gateway: { ok: true },
+          database: { ok: true },
+          budget: { ok: true },
+        });
+      }
+      const health = (await (await fetch(`${endpoint}/healthz`)).json()) as {
+        shards: Record<string, string>;
+      };
+      expect(health.shards).toEqual({ 0: 'ready', 1: 'ready', 2: 'ready', 3: 'ready' });
     } finally {
       await stopGroup(group);
     }
