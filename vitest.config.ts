@@ -23,6 +23,8 @@ export default defineConfig({
           // End-to-end files each start a bot, two emulators and real sockets; on two cores running them
           // one at a time keeps audio pacing honest.
           fileParallelism: false,
+          // The shard tests run Herald's processes on one PostgreSQL, as several machines would.
+          globalSetup: ['test/support/postgres-setup.ts'],
         },
       },
     ],

@@ -1,6 +1,7 @@
 import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
 import { type CacheConfig, parseCacheConfig } from './cache/index.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { parseShardConfig, type ShardConfig } from './shard/config.ts';
 import { isSnowflake } from './snowflake.ts';
 import type { DatabaseConfig } from './storage/open.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
@@ -42,6 +43,8 @@ export interface Config {
     /** `METRICS_TOKEN`: when set, the status page and `/metrics` ask for it; never logged. */
     readonly token: string | undefined;
   };
+  /** `SHARD_COUNT` and `SHARD_IDS` (or the shard the ShardingManager spawned this process for); one shard by default. */
+  readonly shards: ShardConfig;
 }
 
 /** The environment as read: every value a string or absent. */
@@ -79,6 +82,9 @@ export function parseConfig(env: Env): ConfigResult {
 
   const budget = parseBudgetConfig(env);
   if (!budget.ok) problems.push(...budget.problems);
+
+  const shards = parseShardConfig(env);
+  if (!shards.ok) problems.push(...shards.problems);
 
   const database = parseDatabaseUrl(
     value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite',
@@ -132,6 +138,7 @@ export function parseConfig(env: Env): ConfigResult {
     !tts.ok ||
     !budget.ok ||
     !cache.ok ||
+    !shards.ok ||
     token === undefined ||
     applicationId === undefined ||
     !isLogLevel(logLevel)
@@ -151,6 +158,7 @@ export function parseConfig(env: Env): ConfigResult {
       cache: cache.value,
       queueLimits: { perServer, perMember },
       ops: { port: metricsPort, host: value('METRICS_HOST') ?? '127.0.0.1', token: metricsToken },
+      shards: shards.value,
     },
   };
 }

@@ -24,6 +24,7 @@ import { createMemberStore, tunedSynthesize } from './members/index.ts';
 import { isPreview, renderPreviewFile } from './members/preview.ts';
 import { createOperatorCheck } from './operators.ts';
 import {
+  checkReadiness,
   createOpsMetrics,
   createVoiceWatch,
   databaseProbe,
@@ -39,6 +40,8 @@ import {
   startOpsServer,
 } from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
+import { clientShardOptions, ownsGuild, runsShard } from './shard/client.ts';
+import { answerManager } from './shard/ipc.ts';
 import { createSettingsStore, openDatabase } from './storage/index.ts';
 import { createVoiceStateStore } from './storage/voice-state.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
@@ -93,7 +96,10 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     ],
     allowedMentions: NO_MENTIONS,
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
+    // Explicit, so that discord.js never picks SHARD_COUNT up from the environment on its own.
+    ...clientShardOptions(config.shards),
   });
+  const owns = (guildId: string): boolean => ownsGuild(client.options, guildId);
   // Every line carries the shard; a sharding manager passes each process its shard ids. The latest warnings and
   // errors are also kept for the status page.
   const problems = keepRecentProblems(options.logger.child({ shard: shardLabel(client.options.shards) }), {
@@ -329,6 +335,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       voice,
       client: ready,
       speakers: () => tts.speakers(),
+      owns,
       logger: logger.child({ component: 'voice' }),
     }).catch((error: unknown) => logger.error('resuming voice sessions failed', { err: error }));
   });
@@ -336,37 +343,53 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     logger.info('logged in', { user: ready.user.tag, guilds: ready.guilds.cache.size }),
   );
 
+  const probes = {
+    gatewayConnected: () => gateway.connected(),
+    database: databaseProbe(db, config.database),
+    tts: (signal: AbortSignal) => tts.listSpeakers({ signal }),
+    budget: () => budget.status(),
+  };
+  const ttsTimeout =
+    options.ttsReadyTimeoutMs === undefined ? {} : { ttsTimeoutMs: options.ttsReadyTimeoutMs };
   // Up before the login, so /healthz answers while the gateway connects (and /readyz says it is not yet ready).
+  // A shard spawned by the sharding manager serves no port: the manager asks it and answers for every shard.
   const ops =
-    metrics && config.ops.port !== undefined
+    metrics && config.ops.port !== undefined && !config.shards.managed
       ? await startOpsServer({
           port: config.ops.port,
           host: config.ops.host,
           token: config.ops.token,
           registry: metrics.registry,
           state: opsState,
-          probes: {
-            gatewayConnected: () => gateway.connected(),
-            database: databaseProbe(db, config.database),
-            tts: (signal) => tts.listSpeakers({ signal }),
-            budget: () => budget.status(),
-          },
+          readiness: () => checkReadiness(probes, ttsTimeout),
           secrets: secretsOf(config),
           logger: logger.child({ component: 'ops' }),
-          ...(options.ttsReadyTimeoutMs === undefined
-            ? {}
-            : { ttsReadyTimeoutMs: options.ttsReadyTimeoutMs }),
         })
       : undefined;
+  const stopAnswering =
+    metrics && config.shards.managed
+      ? answerManager(
+          {
+            metrics: () => metrics.registry.getMetricsAsJSON(),
+            readiness: () => checkReadiness(probes, ttsTimeout),
+          },
+          logger,
+        )
+      : () => {};
 
   // A synchronous tts.speakers() warm-up would delay start-up; the first command fills the cache instead.
   await client.login(config.discord.token);
-  const stopRechecks = startBudgetRechecks({
-    guard: budget,
-    probe: budgetProbe,
-    intervalMs: config.budget.recheckIntervalMs,
-    logger: budgetLogger,
-  });
+  // The stop lives in the shared database, so one process re-checking is enough: the one running shard 0 (exactly
+  // one per deployment, respawned by its manager; no lock or table needed). While it restarts a resume is only
+  // late by as long, and `/budget recheck` works on every shard.
+  const stopRechecks = runsShard(client.options, 0)
+    ? startBudgetRechecks({
+        guard: budget,
+        probe: budgetProbe,
+        intervalMs: config.budget.recheckIntervalMs,
+        logger: budgetLogger,
+      })
+    : () => {};
 
   return {
     client,
@@ -374,6 +397,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     processError: (kind) => events.processError(kind),
     async stop() {
       stopRechecks();
+      stopAnswering();
       // A deploy does not cut a sentence: what is already paid for is heard (bounded), the rest is saved.
       await voice.drainAll(options.shutdownDrainMs ?? DEFAULT_SHUTDOWN_DRAIN_MS);
       await ops?.close();

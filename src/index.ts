@@ -64,6 +64,8 @@ async function startBot(): Promise<void> {
     herald = await startHerald(config, { logger });
     // Asked to stop while starting: what started is stopped now.
     if (stopping) exitAfterStop(0);
+    // A shard of `npm run start:shards` stops with its manager (its IPC channel closes), even after a kill -9 of it.
+    if (config.shards.managed) process.once('disconnect', () => shutdown('the sharding manager is gone'));
   } catch (error) {
     logger.error('Herald could not start', { err: error });
     process.exit(1);

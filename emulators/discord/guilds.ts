@@ -1,4 +1,5 @@
 import { PermissionFlagsBits } from 'discord.js';
+import type { Owns } from './gateway.ts';
 import {
   ALL_PERMISSIONS,
   type ChannelState,
@@ -8,6 +9,7 @@ import {
   DEFAULT_EVERYONE_PERMISSIONS,
   type GuildState,
   guildCreatePayload,
+  guildSnowflake,
   INTENTS,
   type MemberState,
   memberPayload,
@@ -35,8 +37,9 @@ export function createGuilds(ctx: Context) {
     channelOf,
     botMember,
   } = ctx;
-  const voiceSessionOf = (userId: string): string => {
-    if (userId === botUser.id) return gateway.sessionId() ?? 'none';
+  /** A member's voice session id; the bot's is the gateway session of the shard owning `guildId`. */
+  const voiceSessionOf = (userId: string, guildId: string): string => {
+    if (userId === botUser.id) return gateway.sessionId(guildId) ?? 'none';
     let id = voiceSessions.get(userId);
     if (!id) {
       id = randomToken(16);
@@ -44,7 +47,8 @@ export function createGuilds(ctx: Context) {
     }
     return id;
   };
-  const botConnected = (): boolean => gateway.isReady();
+  /** The bot has a ready session on the shard that owns the guild. */
+  const botConnected = (guildId: string): boolean => gateway.isReady(guildId);
 
   const dispatchVoiceState = (guild: GuildState, member: MemberState, channelId: string | null): void => {
     const previous = guild.voice.get(member.id);
@@ -57,7 +61,13 @@ export function createGuilds(ctx: Context) {
     if (member.id === botUser.id) dave.setBotChannel(guild.id, channelId);
     gateway.dispatch(
       'VOICE_STATE_UPDATE',
-      voiceStatePayload(guild, member, channelId, voiceSessionOf(member.id), member.id === botUser.id),
+      voiceStatePayload(
+        guild,
+        member,
+        channelId,
+        voiceSessionOf(member.id, guild.id),
+        member.id === botUser.id,
+      ),
       INTENTS.guildVoiceStates,
     );
   };
@@ -95,7 +105,7 @@ export function createGuilds(ctx: Context) {
     dispatchVoiceState(guild, bot, channel.id);
     if (flags.refuseVoiceJoin) return false;
     // VOICE_STATE_UPDATE first: in the other order the library never leaves `signalling`.
-    const voiceToken = voice.allocate(guild.id, bot.id, voiceSessionOf(bot.id), channel.id);
+    const voiceToken = voice.allocate(guild.id, bot.id, voiceSessionOf(bot.id, guild.id), channel.id);
     gateway.dispatch('VOICE_SERVER_UPDATE', {
       token: voiceToken,
       guild_id: guild.id,
@@ -111,7 +121,7 @@ export function createGuilds(ctx: Context) {
   };
 
   const createGuild = (g: { name: string }): Guild => {
-    const id = snowflake();
+    const id = guildSnowflake();
     const botRoleId = snowflake();
     const state: GuildState = {
       id,
@@ -144,7 +154,7 @@ export function createGuilds(ctx: Context) {
     guilds.set(id, state);
     const handle = guildHandle(state);
     handles.set(id, handle);
-    if (botConnected()) gateway.dispatch('GUILD_CREATE', guildCreatePayload(state, voiceSessionOf));
+    if (botConnected(id)) gateway.dispatch('GUILD_CREATE', guildCreatePayload(state, voiceSessionOf));
     return handle;
   };
 
@@ -160,7 +170,7 @@ export function createGuilds(ctx: Context) {
         overwrites: deny ? [{ id: botUser.id, type: 1, allow: 0n, deny }] : [],
       };
       guild.channels.set(channel.id, channel);
-      if (botConnected() && guild.botPresent) {
+      if (botConnected(guild.id) && guild.botPresent) {
         gateway.dispatch('CHANNEL_CREATE', channelPayload(channel), INTENTS.guilds);
       }
       return { id: channel.id, name, type, guildId: guild.id };
@@ -192,7 +202,7 @@ export function createGuilds(ctx: Context) {
             managed: false,
           });
           member.roleIds.push(roleId);
-          if (botConnected() && guild.botPresent) {
+          if (botConnected(guild.id) && guild.botPresent) {
             const role = guild.roles.at(-1);
             gateway.dispatch(
               'GUILD_ROLE_CREATE',
@@ -202,7 +212,7 @@ export function createGuilds(ctx: Context) {
           }
         }
         guild.members.set(member.id, member);
-        if (botConnected() && guild.botPresent) {
+        if (botConnected(guild.id) && guild.botPresent) {
           gateway.dispatch(
             'GUILD_MEMBER_ADD',
             { guild_id: guild.id, ...memberPayload(member) },
@@ -215,7 +225,7 @@ export function createGuilds(ctx: Context) {
         if (!channel) {
           const role = guild.roles.find((r) => r.id === guild.botRoleId);
           if (role) role.permissions = permissions;
-          if (role && botConnected() && guild.botPresent) {
+          if (role && botConnected(guild.id) && guild.botPresent) {
             gateway.dispatch(
               'GUILD_ROLE_UPDATE',
               {
@@ -245,7 +255,7 @@ export function createGuilds(ctx: Context) {
           allow: permissions,
           deny: ALL_PERMISSIONS & ~permissions,
         });
-        if (botConnected() && guild.botPresent) {
+        if (botConnected(guild.id) && guild.botPresent) {
           gateway.dispatch('CHANNEL_UPDATE', channelPayload(state), INTENTS.guilds);
         }
       },
@@ -271,7 +281,7 @@ export function createGuilds(ctx: Context) {
         dispatchVoiceState(guild, self, state.id);
         // The old voice socket goes with 4014 after the new server is announced, as when an admin drags a bot.
         voice.closeSocket(guild.id, 4014, 'Disconnected.');
-        const voiceToken = voice.allocate(guild.id, self.id, voiceSessionOf(self.id), state.id);
+        const voiceToken = voice.allocate(guild.id, self.id, voiceSessionOf(self.id, guild.id), state.id);
         gateway.dispatch('VOICE_SERVER_UPDATE', {
           token: voiceToken,
           guild_id: guild.id,
@@ -302,10 +312,10 @@ export function createGuilds(ctx: Context) {
     };
   };
 
-  /** The GUILD_CREATEs that follow READY. */
-  const afterReady = (): void => {
+  /** The GUILD_CREATEs that follow READY, for the guilds of the new session's shard. */
+  const afterReady = (owns: Owns, send: (event: string, data: unknown) => void): void => {
     for (const guild of guilds.values()) {
-      if (guild.botPresent) gateway.dispatch('GUILD_CREATE', guildCreatePayload(guild, voiceSessionOf));
+      if (guild.botPresent && owns(guild.id)) send('GUILD_CREATE', guildCreatePayload(guild, voiceSessionOf));
     }
   };
 

@@ -11,7 +11,8 @@
  * Simplifications, on purpose:
  * - The bot's guild-level permissions are exactly what `setBotPermissions` (or the default) says: @everyone's
  *   are not added for the bot, so a test can take a permission away guild-wide.
- * - One shard; one gateway session at a time; no rate limits.
+ * - Shards as Discord shards (one session per shard id, each with only its guilds' events), but no identify rate
+ *   limit (`session_start_limit` only counts down) and no other rate limits.
  * - DAVE v1 is offered by default, as Discord requires it; `dave: false` declines it. Members are DAVE clients
  *   in this process (davey sessions); `DAVE_DEBUG=1` logs the gateway's DAVE messages.
  * - A slash command that was never registered is still delivered (with a made-up id), so tests need not register.
@@ -31,6 +32,7 @@ import { createVoiceServer } from './voice.ts';
 
 export type { Heard, Hearing, VoiceCapture } from './capture.ts';
 export { describeHearing, hear, hearingOf, intervalStats } from './capture.ts';
+export { type IdentifyRecord, type SessionView as GatewaySession, shardOf } from './gateway.ts';
 export type { RestCall } from './rest.ts';
 export type {
   Channel,
@@ -98,11 +100,12 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     token,
     heartbeatIntervalMs: o.gatewayHeartbeatMs ?? 41_250,
     url: () => gatewayUrl,
+    maxGuildsPerShard: o.maxGuildsPerShard ?? 2500,
     hooks: {
-      readyPayload: () => ({
+      readyPayload: (owns) => ({
         user: { ...userPayload(botUser), verified: true, mfa_enabled: false, flags: 0 },
         guilds: [...state.guilds.values()]
-          .filter((g) => g.botPresent)
+          .filter((g) => g.botPresent && owns(g.id))
           .map((g) => ({ id: g.id, unavailable: true })),
         application: { id: applicationId, flags: state.applicationFlags },
         private_channels: [],
@@ -113,7 +116,8 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         user_settings: {},
         auth: {},
       }),
-      afterReady: () => guildOps.afterReady(),
+      afterReady: (owns, send) => guildOps.afterReady(owns, send),
+      guildCount: (owns) => [...state.guilds.values()].filter((g) => g.botPresent && owns(g.id)).length,
       onReady: () => notify(),
       onVoiceStateUpdate: (d) => guildOps.onBotVoiceState(d),
       onResumed: () => {
@@ -129,7 +133,15 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   const { messagePayload, snapshot } = messageOps;
   const interactionOps = createInteractions(ctx, messageOps);
   const { findCommand, buildOptions, interactionBase, run, defaultTextChannel, findButton } = interactionOps;
-  const { routes } = createRoutes(ctx, messageOps, interactionOps, { gateway: () => gatewayUrl });
+  const { routes } = createRoutes(ctx, messageOps, interactionOps, {
+    gateway: () => gatewayUrl,
+    // Discord recommends about one shard per 1000 guilds.
+    shards: () =>
+      o.shards ??
+      Math.max(1, Math.ceil([...state.guilds.values()].filter((g) => g.botPresent).length / 1000)),
+    identifies: () => gateway.identifies.length,
+    maxConcurrency: o.maxConcurrency ?? 1,
+  });
   const { createGuild } = guildOps;
 
   const server = await createRestServer({
@@ -164,6 +176,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     },
     createGuild,
     untilReady: () => gateway.untilReady(),
+    gatewaySessions: () => gateway.sessions(),
     untilSessionRestored: (w) => {
       const identifiesBefore = gateway.identifies.length;
       let resumed = false;
@@ -255,7 +268,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       const mentions = (s.mentions ?? []).map(memberOf);
       const mentionsBot = mentions.some((m) => m.id === botUser.id);
       // Without the MESSAGE_CONTENT intent Discord blanks content, embeds and attachments, unless the bot is mentioned.
-      const readable = (gateway.intents() & INTENTS.messageContent) !== 0 || mentionsBot;
+      const readable = (gateway.intents(guild.id) & INTENTS.messageContent) !== 0 || mentionsBot;
       const authorUser = { ...userPayload(author), bot: s.bot ?? author.bot };
       gateway.dispatch(
         'MESSAGE_CREATE',
@@ -325,8 +338,8 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       },
       dropVoiceHeartbeats: (on) => voice.dropHeartbeats(on),
       dropGatewayHeartbeats: (on) => gateway.dropHeartbeats(on),
-      reconnectGateway: () => gateway.reconnect(),
-      invalidateSession: (resumable) => gateway.invalidateSession(resumable),
+      reconnectGateway: (shardId) => gateway.reconnect(shardId),
+      invalidateSession: (resumable, shardId) => gateway.invalidateSession(resumable, shardId),
       refuseVoiceJoin: (on) => {
         flags.refuseVoiceJoin = on;
       },

@@ -47,6 +47,19 @@ export function snowflake(): string {
   return (((BigInt(Date.now()) - DISCORD_EPOCH) << 22n) | (1n << 17n) | increment).toString();
 }
 
+let lastGuildMs = 0n;
+
+/**
+ * A guild id whose timestamp differs from every earlier guild's (one millisecond apart at least), as real guilds,
+ * created over years, do: guilds made in one burst then spread over shards (`(id >> 22) % shards`) round-robin.
+ */
+export function guildSnowflake(): string {
+  const now = BigInt(Date.now()) - DISCORD_EPOCH;
+  lastGuildMs = now > lastGuildMs ? now : lastGuildMs + 1n;
+  increment = (increment + 1n) & 0xfffn;
+  return ((lastGuildMs << 22n) | (1n << 17n) | increment).toString();
+}
+
 /** A random url-safe string of `bytes` random bytes (interaction tokens, session ids). */
 export function randomToken(bytes: number): string {
   return randomBytes(bytes).toString('base64url');
@@ -231,7 +244,10 @@ export function voiceStatePayload(
 }
 
 /** The GUILD_CREATE payload of `guild`, as the bot sees it. */
-export function guildCreatePayload(guild: GuildState, voiceSessionOf: (userId: string) => string): object {
+export function guildCreatePayload(
+  guild: GuildState,
+  voiceSessionOf: (userId: string, guildId: string) => string,
+): object {
   const members = [...guild.members.values()];
   return {
     id: guild.id,
@@ -291,7 +307,7 @@ export function guildCreatePayload(guild: GuildState, voiceSessionOf: (userId: s
         guild,
         member,
         channelId,
-        voiceSessionOf(userId),
+        voiceSessionOf(userId, guild.id),
       );
       return [state];
     }),

@@ -6,8 +6,21 @@ import { apiError, type RestCall, type RestResponse, type Route } from './rest.t
 import type { Context } from './state.ts';
 import type { Json } from './types.ts';
 
+/** What `GET /gateway/bot` reports. */
+export interface GatewayInfo {
+  readonly gateway: () => string;
+  /** The recommended shard count. */
+  readonly shards: () => number;
+  /** IDENTIFYs so far, counted against `session_start_limit.total`. */
+  readonly identifies: () => number;
+  readonly maxConcurrency: number;
+}
+
+/** Sessions a bot may start per day, as Discord reports for an ordinary bot. */
+const SESSION_STARTS_PER_DAY = 1000;
+
 /** The REST routes the bot calls (discord-protocol.md §3). */
-export function createRoutes(ctx: Context, m: Messages, i: Interactions, urls: { gateway: () => string }) {
+export function createRoutes(ctx: Context, m: Messages, i: Interactions, urls: GatewayInfo) {
   const { guilds, messages, posted, commands, applicationId, botUser, notify, findChannel, botMember } = ctx;
   const { messagePayload, newBotMessage, applyBody } = m;
   const { onCallback, onWebhookEdit, onFollowUp, interactionFor, webhookMessage } = i;
@@ -69,8 +82,13 @@ export function createRoutes(ctx: Context, m: Messages, i: Interactions, urls: {
         status: 200,
         body: {
           url: urls.gateway(),
-          shards: 1,
-          session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 },
+          shards: urls.shards(),
+          session_start_limit: {
+            total: SESSION_STARTS_PER_DAY,
+            remaining: Math.max(0, SESSION_STARTS_PER_DAY - urls.identifies()),
+            reset_after: 14_400_000,
+            max_concurrency: urls.maxConcurrency,
+          },
         },
       }),
     },

@@ -2,6 +2,7 @@
 
 import type { VoiceCapture } from './capture.ts';
 import type { DaveGroup } from './dave-group.ts';
+import type { IdentifyRecord, SessionView } from './gateway.ts';
 import type { RestCall } from './rest.ts';
 
 /** Arbitrary JSON the bot sent (embeds, components, commands); tests index into it freely. */
@@ -116,6 +117,12 @@ export interface DiscordEmulatorOptions {
    * (`dave_protocol_version: 0`): transport encryption only.
    */
   dave?: boolean;
+  /** The shard count `GET /gateway/bot` recommends; default one per 1000 guilds (at least 1), as Discord. */
+  shards?: number;
+  /** `session_start_limit.max_concurrency` of `GET /gateway/bot`: default 1 (large bots get 16 or more). */
+  maxConcurrency?: number;
+  /** Most guilds one gateway session may carry before IDENTIFY is closed with 4011 (sharding required); 2500. */
+  maxGuildsPerShard?: number;
 }
 
 /** Application flags the emulator knows: the Message Content intent (1 << 19; 1 << 18 is its limited form). */
@@ -142,9 +149,9 @@ export interface Faults {
   dropVoiceHeartbeats(on: boolean): void;
   dropGatewayHeartbeats(on: boolean): void;
   /** Gateway op 7: the client reconnects and resumes. */
-  reconnectGateway(): void;
+  reconnectGateway(shardId?: number): void;
   /** Gateway op 9. */
-  invalidateSession(resumable: boolean): void;
+  invalidateSession(resumable: boolean, shardId?: number): void;
   /** While on, a voice join gets its VOICE_STATE_UPDATE but never a VOICE_SERVER_UPDATE. */
   refuseVoiceJoin(on: boolean): void;
   /** Holds the voice READY back by `ms` on every voice handshake (0 turns it off). */
@@ -168,7 +175,9 @@ export interface DiscordEmulator {
   /** Commands as the bot registered them (global, and per guild id). */
   readonly commands: { global: Json[]; guild: Map<string, Json[]> };
   /** What the bot identified with, one entry per IDENTIFY. */
-  readonly identifies: readonly { intents: number; at: number }[];
+  readonly identifies: readonly IdentifyRecord[];
+  /** The gateway sessions held, one per shard id (a closed one stays until resumed or replaced). */
+  gatewaySessions(): SessionView[];
   /** Every voice state request (gateway op 4) the bot sent, in order, and whether the emulator granted it. */
   readonly voiceRequests: readonly {
     guildId: string;

@@ -35,6 +35,13 @@ export {
   observeGenerate,
   type VoiceWatch,
 } from './observe.ts';
-export { type OpsServer, type OpsServerOptions, sameSecret, startOpsServer } from './server.ts';
+export {
+  type MetricsSource,
+  type OpsServer,
+  type OpsServerOptions,
+  type ReadinessSource,
+  sameSecret,
+  startOpsServer,
+} from './server.ts';
 export type { OpsState, RecentProblem, SessionView } from './state.ts';
 export { renderStatusPage, type SpendBucket, type StatusPageData, spendBuckets } from './status-page.ts';

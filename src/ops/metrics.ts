@@ -126,16 +126,20 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
   for (const reason of STOP_REASONS) stops.inc({ reason }, 0);
   for (const kind of ['close', 'error'] as const) daveFailures.inc({ kind }, 0);
 
-  // Figures read at scrape time from the parts' own state, never kept twice.
+  // Figures read at scrape time from the parts' own state, never kept twice. `aggregator` says how the sharding
+  // manager combines every shard's value into one: the budget's figures come from the shared database, so each
+  // shard reports the same ones (`first`); servers in voice and queues add up (`sum`).
   const gauge = (
     name: string,
     help: string,
     read: () => number | undefined | Promise<number | undefined>,
+    aggregator: 'first' | 'sum' | 'min' | 'max' = 'first',
   ): void => {
     new Gauge({
       name,
       help,
       registers,
+      aggregator,
       async collect() {
         const value = await read();
         if (value === undefined) this.reset();
@@ -169,15 +173,24 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
     '1 while spending is stopped (see herald_budget_stops_total for why).',
     async () => ((await state.budget()).status === 'blocked' ? 1 : 0),
   );
-  gauge('herald_voice_sessions', 'Servers where Herald is in voice.', () => state.sessions().length);
-  gauge('herald_queue_depth', 'Utterances waiting or playing, all servers together.', () =>
-    state.sessions().reduce((sum, session) => sum + session.queueDepth, 0),
+  gauge('herald_voice_sessions', 'Servers where Herald is in voice.', () => state.sessions().length, 'sum');
+  gauge(
+    'herald_queue_depth',
+    'Utterances waiting or playing, all servers together.',
+    () => state.sessions().reduce((sum, session) => sum + session.queueDepth, 0),
+    'sum',
   );
-  gauge('herald_queue_depth_max', 'The longest queue of any one server.', () =>
-    Math.max(0, ...state.sessions().map((session) => session.queueDepth)),
+  gauge(
+    'herald_queue_depth_max',
+    'The longest queue of any one server.',
+    () => Math.max(0, ...state.sessions().map((session) => session.queueDepth)),
+    'max',
   );
-  gauge('herald_gateway_connected', '1 while the Discord gateway connection is ready.', () =>
-    state.gatewayConnected() ? 1 : 0,
+  gauge(
+    'herald_gateway_connected',
+    '1 while the Discord gateway connection is ready (every shard of it).',
+    () => (state.gatewayConnected() ? 1 : 0),
+    'min',
   );
 
   const codeOf = (code: string): string => (TTS_ERROR_CODES.includes(code) ? code : 'OTHER');

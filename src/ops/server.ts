@@ -1,28 +1,42 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
 import type { Logger } from '../log.ts';
 import { checkReadiness, type ReadinessProbes } from './health.ts';
 import type { OpsState } from './state.ts';
 import { DAYS_SHOWN, renderLoginPage, renderStatusPage } from './status-page.ts';
 
+/** Where `/metrics` comes from: a prom-client `Registry`, or the sharding manager's sum of every shard's. */
+export interface MetricsSource {
+  readonly contentType: string;
+  metrics(): Promise<string>;
+}
+
+/** What `/readyz` answers: this process's checks, or (the sharding manager) every shard's. */
+export type ReadinessSource =
+  | {
+      readonly probes: ReadinessProbes;
+      /** Bound on the TTS readiness check. */
+      readonly ttsReadyTimeoutMs?: number;
+    }
+  | { readonly readiness: () => Promise<{ readonly ready: boolean }> };
+
 /** Options of {@link startOpsServer}. */
-export interface OpsServerOptions {
+export type OpsServerOptions = ReadinessSource & {
   readonly port: number;
   readonly host: string;
   /** `METRICS_TOKEN`: when set, `/` and `/metrics` need it (bearer header or the login cookie). */
   readonly token: string | undefined;
-  readonly registry: Registry;
-  readonly state: OpsState;
-  readonly probes: ReadinessProbes;
+  readonly registry: MetricsSource;
+  /** What the status page shows; undefined (the sharding manager): no status page, each shard's state is its own. */
+  readonly state: OpsState | undefined;
   /** Strings never sent in any answer (the token, the key, the metrics token). */
   readonly secrets: readonly string[];
   readonly logger: Logger;
-  /** Bound on the TTS readiness check. */
-  readonly ttsReadyTimeoutMs?: number;
+  /** More for `/healthz` to say (the sharding manager: each shard's process); it always answers 200. */
+  readonly health?: () => Record<string, unknown>;
   readonly now?: () => number;
-}
+};
 
 /** The running endpoint. */
 export interface OpsServer {
@@ -89,13 +103,20 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     const method = request.method ?? 'GET';
     if (method === 'GET' && path === '/healthz') {
-      json(response, 200, { status: 'ok', uptimeSeconds: Math.round(process.uptime()) });
+      json(response, 200, {
+        status: 'ok',
+        uptimeSeconds: Math.round(process.uptime()),
+        ...options.health?.(),
+      });
       return;
     }
     if (method === 'GET' && path === '/readyz') {
-      const readiness = await checkReadiness(options.probes, {
-        ...(options.ttsReadyTimeoutMs === undefined ? {} : { ttsTimeoutMs: options.ttsReadyTimeoutMs }),
-      });
+      const readiness =
+        'readiness' in options
+          ? await options.readiness()
+          : await checkReadiness(options.probes, {
+              ...(options.ttsReadyTimeoutMs === undefined ? {} : { ttsTimeoutMs: options.ttsReadyTimeoutMs }),
+            });
       json(response, readiness.ready ? 200 : 503, readiness);
       return;
     }
@@ -104,16 +125,17 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
       send(response, 200, options.registry.contentType, await options.registry.metrics());
       return;
     }
-    if (method === 'GET' && path === '/') {
+    const state = options.state;
+    if (method === 'GET' && path === '/' && state) {
       if (!authorized(request)) return unauthorized(response, true);
       const at = now();
       const page = renderStatusPage({
         now: at,
-        budget: await options.state.budget(),
-        ledger: await options.state.ledger(at - DAYS_SHOWN * DAY_MS),
-        sessions: options.state.sessions(),
-        problems: options.state.recentProblems(),
-        gatewayConnected: options.state.gatewayConnected(),
+        budget: await state.budget(),
+        ledger: await state.ledger(at - DAYS_SHOWN * DAY_MS),
+        sessions: state.sessions(),
+        problems: state.recentProblems(),
+        gatewayConnected: state.gatewayConnected(),
       });
       send(response, 200, 'text/html; charset=utf-8', page, {
         'content-security-policy':
@@ -121,7 +143,7 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
       });
       return;
     }
-    if (method === 'POST' && path === '/login') {
+    if (method === 'POST' && path === '/login' && state) {
       const form = new URLSearchParams(await readSmallBody(request));
       const given = form.get('token') ?? '';
       if (token === undefined || cookieValue === undefined) {
@@ -136,7 +158,10 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
       }
       return;
     }
-    json(response, 404, { error: 'not found', paths: ['/', '/metrics', '/healthz', '/readyz'] });
+    json(response, 404, {
+      error: 'not found',
+      paths: [...(state ? ['/'] : []), '/metrics', '/healthz', '/readyz'],
+    });
   };
 
   const server = createServer((request, response) => {

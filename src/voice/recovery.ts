@@ -51,6 +51,11 @@ export interface RecoveryOptions {
   readonly client: Client<true>;
   /** The voices offered now; a saved voice no longer listed is still tried by its id. */
   readonly speakers: () => Promise<readonly Speaker[]>;
+  /**
+   * True for a server on this process's shards. The others' saved sessions belong to the processes running their
+   * shards: neither resumed nor forgotten here. Default: every server.
+   */
+  readonly owns?: (guildId: string) => boolean;
   readonly logger: Logger;
 }
 
@@ -69,7 +74,8 @@ export interface RecoveryReport {
  */
 export async function recoverSessions(options: RecoveryOptions): Promise<RecoveryReport> {
   const { store, voice, client, logger } = options;
-  const saved = await store.load();
+  const owns = options.owns ?? (() => true);
+  const saved = (await store.load()).filter((session) => owns(session.guildId));
   if (saved.length === 0) return { rejoined: 0, utterances: 0, dropped: 0 };
   let speakers: readonly Speaker[] = [];
   try {

@@ -13,6 +13,7 @@ export interface Run {
   readonly output: string;
 }
 
+/** A running process: its handle, its exit, and its output as it comes. */
 export interface RunningProcess {
   readonly child: ChildProcess;
   /** Resolves when it exits. */
@@ -21,6 +22,8 @@ export interface RunningProcess {
   readonly seen: Promise<string>;
   /** Everything printed so far (stdout and stderr). */
   output(): string;
+  /** Resolves with the output once it matches `pattern` (from the start). @throws after `timeoutMs`. */
+  until(pattern: RegExp, timeoutMs?: number): Promise<string>;
   /** Resolves once the output printed after this call matches `pattern`. */
   untilPrinted(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
@@ -60,6 +63,22 @@ export function run(
     done,
     seen,
     output: () => output,
+    until(pattern, timeoutMs = 60_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          watchers.delete(check);
+          reject(new Error(`no ${pattern} in the output within ${timeoutMs} ms:\n${output.slice(-3000)}`));
+        }, timeoutMs);
+        const check = (): void => {
+          if (!pattern.test(output)) return;
+          clearTimeout(timer);
+          watchers.delete(check);
+          resolve(output);
+        };
+        watchers.add(check);
+        check();
+      });
+    },
     untilPrinted(pattern, timeoutMs = 20_000) {
       const from = output.length;
       return new Promise<void>((resolve, reject) => {
@@ -89,3 +108,6 @@ export function run(
     },
   };
 }
+
+/** The name the shard tests use. */
+export type Spawned = RunningProcess;

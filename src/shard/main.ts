@@ -1,0 +1,47 @@
+import 'dotenv/config';
+import { join } from 'node:path';
+import { parseConfig, secretsOf } from '../config.ts';
+import { createLogger } from '../log.ts';
+import { type ShardGroup, startShardGroup } from './manager.ts';
+
+// `npm run start:shards`: the second process entry (beside src/index.ts, and like it the only code here that
+// exits). It reads the same configuration, then runs this machine's shards (SHARD_COUNT, SHARD_IDS) as child
+// processes of src/index.ts with discord.js's ShardingManager, each given the same environment.
+const parsed = parseConfig(process.env);
+if (!parsed.ok) {
+  const list = parsed.problems.map((problem) => `  - ${problem}`).join('\n');
+  process.stderr.write(`Herald cannot start its shards; fix the configuration:\n${list}\n`);
+  process.exit(1);
+}
+const config = parsed.value;
+const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) }).child({
+  shard: 'manager',
+});
+process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', { err: reason }));
+
+let group: ShardGroup | undefined;
+let stopping = false;
+const stop = (code: number): void => {
+  if (stopping) return;
+  stopping = true;
+  (group?.stop() ?? Promise.resolve()).then(
+    () => process.exit(code),
+    (error: unknown) => {
+      logger.error('stopping the shards failed', { err: error });
+      process.exit(1);
+    },
+  );
+};
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    logger.info('shutting down every shard', { signal });
+    stop(0);
+  });
+}
+
+try {
+  group = await startShardGroup({ config, script: join(import.meta.dirname, '..', 'index.ts'), logger });
+} catch (error) {
+  logger.error('the shards could not start', { err: error });
+  stop(1);
+}

@@ -1,0 +1,190 @@
+import { once } from 'node:events';
+import { type Shard, ShardingManager } from 'discord.js';
+import { AggregatorRegistry } from 'prom-client';
+import { type Config, secretsOf } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { type OpsServer, startOpsServer } from '../ops/index.ts';
+import { shardIdsOf } from './config.ts';
+import { askShard, type ShardMetrics, type ShardReadiness } from './ipc.ts';
+
+/** What Discord says about starting sessions (`GET /gateway/bot`). */
+export interface GatewayBot {
+  /** The recommended shard count. */
+  readonly shards: number;
+  readonly sessionStartLimit: {
+    readonly remaining: number;
+    readonly resetAfterMs: number;
+    /** Shards that may IDENTIFY at once (in different buckets); 1 for most bots. */
+    readonly maxConcurrency: number;
+  };
+}
+
+/** A running group of shard processes (`npm run start:shards`). */
+export interface ShardGroup {
+  readonly manager: ShardingManager;
+  /** The bot's total shard count (resolved when `SHARD_COUNT=auto`). */
+  readonly count: number;
+  /** The shards this group runs. */
+  readonly ids: readonly number[];
+  /** The one operations endpoint for every shard here, when `METRICS_PORT` is set. */
+  readonly ops: OpsServer | undefined;
+  /** Stops every shard process (each stops cleanly, as on SIGTERM), then the endpoint. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startShardGroup}. */
+export interface ShardGroupOptions {
+  readonly config: Config;
+  /** The shard process's entry (`src/index.ts`). */
+  readonly script: string;
+  readonly logger: Logger;
+  /** How long one shard may take to log in and fill its caches; default 60 s. */
+  readonly readyTimeoutMs?: number;
+}
+
+/** Discord lets one identify bucket start a session every 5 s; a little more keeps clear of the edge. */
+const IDENTIFY_INTERVAL_MS = 5_500;
+/** How long a shard may take to answer a scrape or a readiness check. */
+const ASK_TIMEOUT_MS = 5_000;
+
+/**
+ * Runs the configured shards with discord.js's ShardingManager, one process each (process mode, so a crash takes
+ * one shard down, and `kill -9` of one leaves the others speaking). A shard that dies is respawned with the same
+ * environment. With `METRICS_PORT`, this process serves the one endpoint: `/metrics` summed over every shard,
+ * `/readyz` ready when every shard is; the shards serve none (they would all want the same port).
+ * @throws when Discord refuses the token, or a shard does not become ready in time.
+ */
+export async function startShardGroup(options: ShardGroupOptions): Promise<ShardGroup> {
+  const { config, logger } = options;
+  const gateway = await fetchGatewayBot(config.discord.restUrl, config.discord.token);
+  const count = config.shards.count === 'auto' ? gateway.shards : config.shards.count;
+  const ids = shardIdsOf(config.shards, count);
+  if (gateway.sessionStartLimit.remaining < ids.length) {
+    throw new Error(
+      `Discord allows ${gateway.sessionStartLimit.remaining} more session starts until ${new Date(Date.now() + gateway.sessionStartLimit.resetAfterMs).toISOString()}, fewer than the ${ids.length} shards to start.`,
+    );
+  }
+  // Consecutive shard ids fall in different identify buckets, so with max_concurrency buckets one start every
+  // 5.5 s / max_concurrency keeps each bucket to one IDENTIFY per 5.5 s.
+  const delay = Math.ceil(IDENTIFY_INTERVAL_MS / Math.max(1, gateway.sessionStartLimit.maxConcurrency));
+  const manager = new ShardingManager(options.script, {
+    totalShards: count,
+    shardList: [...ids],
+    mode: 'process',
+    respawn: true,
+  });
+  manager.on('shardCreate', (shard) => watchShard(shard, logger));
+  logger.info('starting shards', { count, ids: ids.join(','), spawnDelayMs: delay });
+  await manager.spawn({ amount: count, delay, timeout: options.readyTimeoutMs ?? 60_000 });
+  logger.info('every shard is ready', { count, ids: ids.join(',') });
+
+  const shards = (): Shard[] => ids.map((id) => manager.shards.get(id)).filter((s) => s !== undefined);
+  const ops =
+    config.ops.port === undefined
+      ? undefined
+      : await startOpsServer({
+          port: config.ops.port,
+          host: config.ops.host,
+          token: config.ops.token,
+          registry: {
+            contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
+            metrics: async () => {
+              const answers = await Promise.allSettled(
+                shards().map((shard) => askShard(shard, 'metrics', ASK_TIMEOUT_MS)),
+              );
+              const each: ShardMetrics[] = answers.flatMap((a) =>
+                a.status === 'fulfilled' ? [a.value] : [],
+              );
+              return AggregatorRegistry.aggregate(each).metrics();
+            },
+          },
+          readiness: async () => {
+            const checks = await Promise.all(
+              ids.map(async (id): Promise<[string, ShardReadiness]> => {
+                const shard = manager.shards.get(id);
+                if (!shard?.process)
+                  return [String(id), { ready: false, detail: 'The shard process is not running.' }];
+                try {
+                  return [String(id), await askShard(shard, 'readiness', ASK_TIMEOUT_MS)];
+                } catch (error) {
+                  return [
+                    String(id),
+                    { ready: false, detail: error instanceof Error ? error.message : String(error) },
+                  ];
+                }
+              }),
+            );
+            return { ready: checks.every(([, check]) => check.ready), shards: Object.fromEntries(checks) };
+          },
+          health: () => ({
+            shards: Object.fromEntries(
+              ids.map((id) => {
+                const shard = manager.shards.get(id);
+                return [String(id), !shard?.process ? 'down' : shard.ready ? 'ready' : 'starting'];
+              }),
+            ),
+          }),
+          state: undefined,
+          secrets: secretsOf(config),
+          logger: logger.child({ component: 'ops' }),
+        });
+
+  return {
+    manager,
+    count,
+    ids,
+    ops,
+    async stop() {
+      await ops?.close();
+      await Promise.all(
+        shards().map(async (shard) => {
+          const child = shard.process;
+          // kill() sends SIGTERM (Herald stops cleanly, within 10 s) and takes the respawn listener off first.
+          shard.kill();
+          if (child && child.exitCode === null && child.signalCode === null) {
+            await Promise.race([once(child, 'exit'), new Promise((resolve) => setTimeout(resolve, 12_000))]);
+          }
+        }),
+      );
+    },
+  };
+}
+
+/** Logs a shard's life: started, ready, died (and so respawned), and its errors. */
+function watchShard(shard: Shard, logger: Logger): void {
+  const log = logger.child({ shard: shard.id });
+  shard.on('spawn', (child) => log.info('shard process started', { pid: (child as { pid?: number }).pid }));
+  shard.on('ready', () => log.info('shard ready'));
+  shard.on('death', (child) => {
+    const exit = child as { exitCode?: number | null; signalCode?: string | null };
+    log.warn('shard process died; starting it again', { code: exit.exitCode, signal: exit.signalCode });
+  });
+  // Without a listener an 'error' event would end the manager; a failed respawn is logged and tried at the next death.
+  shard.on('error', (error) => log.error('shard error', { err: error }));
+}
+
+/**
+ * `GET /gateway/bot` on Discord (or the REST base Herald is configured with, as for the bot itself): the
+ * recommended shard count and the session start limit. discord.js's own `fetchRecommendedShardCount` always asks
+ * discord.com, so it cannot be pointed at a REST proxy or the emulator.
+ * @throws with a sentence that never includes the token.
+ */
+export async function fetchGatewayBot(restUrl: string | undefined, token: string): Promise<GatewayBot> {
+  const base = restUrl ?? 'https://discord.com/api';
+  const response = await fetch(`${base}/v10/gateway/bot`, { headers: { authorization: `Bot ${token}` } });
+  if (response.status === 401) throw new Error('Discord refused the bot token (401) at GET /gateway/bot.');
+  if (!response.ok) throw new Error(`GET /gateway/bot answered ${response.status}.`);
+  const body = (await response.json()) as {
+    shards?: number;
+    session_start_limit?: { remaining?: number; reset_after?: number; max_concurrency?: number };
+  };
+  const limit = body.session_start_limit ?? {};
+  return {
+    shards: Math.max(1, body.shards ?? 1),
+    sessionStartLimit: {
+      remaining: limit.remaining ?? Number.POSITIVE_INFINITY,
+      resetAfterMs: limit.reset_after ?? 0,
+      maxConcurrency: Math.max(1, limit.max_concurrency ?? 1),
+    },
+  };
+}

@@ -1,0 +1,403 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PermissionFlagsBits } from 'discord.js';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import {
+  type Channel,
+  type DiscordEmulator,
+  type Guild,
+  type Member,
+  type Reply,
+  shardOf,
+  startDiscordEmulator,
+} from '../../emulators/discord/index.ts';
+import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
+import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
+import { createDatabase } from '../support/postgres.ts';
+import { run, type Spawned } from '../support/process.ts';
+import { heraldEnv } from './harness.ts';
+
+// `npm run start:shards` end to end: the sharding manager and its shard processes (real child processes of
+// src/shard/main.ts), 40 servers, one PostgreSQL shared by every process, both emulators as the ground truth.
+
+const MAIN = join(import.meta.dirname, '..', '..', 'src', 'shard', 'main.ts');
+const TEN = 'abcdefghij'; // $0.01 at $0.001 a character
+const FLOOR_SENTENCE =
+  /below the floor the operator set|reached the floor the operator set|Herald has stopped speaking/;
+const ACCEPTED = /^(Speaking now|Queued at position)/;
+const cluster = inject('postgres');
+
+interface Server {
+  readonly guild: Guild;
+  readonly text: Channel;
+  readonly room: Channel;
+  readonly admin: Member;
+  readonly members: Member[];
+}
+
+let discord: DiscordEmulator;
+let tts: TtsEmulator;
+let dir: string;
+let caPath: string;
+const servers: Server[] = [];
+const groups: Spawned[] = [];
+
+const describePg = 'url' in cluster ? describe : describe.skip;
+if ('skipped' in cluster) {
+  describe.skip(`sharded Herald on PostgreSQL — skipped: ${cluster.skipped}`, () => {
+    it('runs 4 shard processes on one PostgreSQL', () => {});
+  });
+}
+
+beforeAll(async () => {
+  if (!('url' in cluster)) return;
+  [discord, tts] = await Promise.all([
+    // Many identify buckets: the manager then starts a shard every 344 ms rather than every 5.5 s.
+    startDiscordEmulator({ maxConcurrency: 16 }),
+    startTtsEmulator({ speed: 8, pricePerCharUsd: 0.001, msPerChar: 5 }),
+  ]);
+  dir = mkdtempSync(join(tmpdir(), 'herald-shards-'));
+  caPath = join(dir, 'ca.pem');
+  writeFileSync(caPath, (await trustedTestCertificate()).cert);
+  for (let i = 0; i < 40; i += 1) {
+    const guild = discord.createGuild({ name: `Server ${i}` });
+    const text = guild.addTextChannel('chat');
+    const room = guild.addVoiceChannel('Room');
+    const admin = guild.addMember({ name: `Admin ${i}`, permissions: PermissionFlagsBits.ManageGuild });
+    const members = [guild.addMember({ name: `Ann ${i}` }), guild.addMember({ name: `Ben ${i}` })];
+    for (const member of members) guild.joinVoice(member, room);
+    servers.push({ guild, text, room, admin, members });
+  }
+});
+
+afterAll(async () => {
+  for (const group of groups) if (group.child.exitCode === null) group.child.kill('SIGKILL');
+  await Promise.all([discord?.close(), tts?.close()]);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Starts `npm run start:shards` (as its script) and resolves once every shard is ready. */
+async function startGroup(databaseUrl: string, env: Record<string, string>): Promise<Spawned> {
+  const group = run(MAIN, [], {
+    ...heraldEnv(discord, tts, join(dir, 'unused.sqlite')),
+    DATABASE_URL: databaseUrl,
+    DATABASE_POOL_SIZE: '4',
+    NODE_EXTRA_CA_CERTS: caPath,
+    LOG_LEVEL: 'info',
+    BUDGET_PRICE_PER_CHAR_USD: '0.001',
+    ...env,
+  });
+  groups.push(group);
+  await group.until(/"msg":"every shard is ready"/, 120_000);
+  await discord.untilReady();
+  return group;
+}
+
+async function stopGroup(group: Spawned): Promise<void> {
+  group.child.kill('SIGTERM');
+  const { code } = await group.done;
+  expect(code).toBe(0);
+}
+
+/** JSON log lines of a group (the manager's and every shard's). */
+const linesOf = (group: Spawned): Record<string, unknown>[] =>
+  group
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+/** The pid of a shard's current process, from the manager's log. */
+const pidOf = (group: Spawned, shard: number): number | undefined =>
+  linesOf(group)
+    .filter((l) => l.msg === 'shard process started' && l.shard === shard)
+    .map((l) => l.pid as number)
+    .at(-1);
+
+/** The ledger as PostgreSQL holds it: each charged row's request id and cost. */
+async function ledgerOf(
+  url: string,
+): Promise<{ requestId: string | null; costNanos: number; guildId: string }[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ request_id: string | null; cost_nanos: string; guild_id: string }>(
+      'SELECT request_id, cost_nanos, guild_id FROM budget_ledger WHERE cost_nanos IS NOT NULL',
+    );
+    return rows.map((r) => ({
+      requestId: r.request_id,
+      costNanos: Number(r.cost_nanos),
+      guildId: r.guild_id,
+    }));
+  } finally {
+    await client.end();
+  }
+}
+
+const nanos = (usd: number) => Math.round(usd * 1e9);
+
+/**
+ * The ledger (a fresh database per test) holds a row for every request the service charged since the test's
+ * first request (`since`, an index into its requests), and their sum is what it charged, to the cent.
+ */
+async function expectLedgerMatchesService(url: string, since: number): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const charged = tts.requests.slice(since).filter((r) => r.chargedUsd > 0);
+      const ledger = await ledgerOf(url);
+      const ids = new Set(ledger.map((row) => row.requestId));
+      expect(charged.filter((r) => !ids.has(r.requestId)).map((r) => r.requestId)).toEqual([]);
+      expect(ledger).toHaveLength(charged.length);
+      const ledgerCents = Math.round(ledger.reduce((sum, row) => sum + row.costNanos, 0) / 1e7);
+      expect(ledgerCents).toBe(Math.round(charged.reduce((sum, r) => sum + r.chargedUsd, 0) * 100));
+    },
+    { timeout: 10_000, interval: 200 },
+  );
+}
+
+describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () => {
+  it('spreads the servers over the shards, and holds the floor with everybody speaking at once', async () => {
+    const url = await createDatabase((cluster as { url: string }).url);
+    tts.balanceUsd = 0.555;
+    const before = tts.requests.length;
+    const group = await startGroup(url, { SHARD_COUNT: '4', BUDGET_FLOOR_USD: '0.50', METRICS_PORT: '0' });
+    try {
+      expect(
+        discord
+          .gatewaySessions()
+          .map((s) => s.shard)
+          .sort(),
+      ).toEqual([
+        [0, 4],
+        [1, 4],
+        [2, 4],
+        [3, 4],
+      ]);
+      for (let shard = 0; shard < 4; shard += 1) {
+        expect(servers.filter((s) => shardOf(s.guild.id, 4) === shard).length).toBeGreaterThanOrEqual(5);
+      }
+      const replies = await Promise.all(
+        servers.flatMap(({ members, text }) =>
+          members.map((member) => discord.slash(member, 'speak', { text: TEN }, { channel: text })),
+        ),
+      );
+      const refusedAtOnce = (): Reply[] => replies.filter((r) => !ACCEPTED.test(r.content));
+      const refusedLater = (): Reply[] => replies.filter((r) => r.followUps().length > 0);
+      const charged = () => tts.requests.slice(before).filter((r) => r.chargedUsd > 0).length;
+      await vi.waitFor(
+        () => expect(charged() + refusedAtOnce().length + refusedLater().length).toBe(replies.length),
+        { timeout: 30_000, interval: 100 },
+      );
+      console.log(
+        `80 /speak on 4 shards: ${charged()} charged, ${refusedAtOnce().length} refused at once, ${refusedLater().length} refused when due; balance $${tts.balanceUsd.toFixed(3)}`,
+      );
+      // $0.555 with a $0.50 floor: five utterances of $0.01, never a sixth.
+      expect(charged()).toBe(5);
+      expect(tts.balanceUsd).toBeGreaterThanOrEqual(0.5);
+      for (const reply of refusedAtOnce()) expect(reply.content).toMatch(FLOOR_SENTENCE);
+      for (const reply of refusedLater()) expect(reply.followUps()[0]?.content).toMatch(FLOOR_SENTENCE);
+      await expectLedgerMatchesService(url, before);
+
+      // The manager's one endpoint: every shard's metrics summed, every shard's readiness.
+      const endpoint = linesOf(group).find((l) => l.msg === 'ops endpoint listening')?.url as string;
+      const metrics = await (await fetch(`${endpoint}/metrics`)).text();
+      expect(metrics).toMatch(/^herald_characters_charged_total 50$/m);
+      expect(metrics).toMatch(/^herald_gateway_connected 1$/m);
+      expect(metrics).toMatch(/^herald_budget_floor_usd 0\.5$/m);
+      const ready = await fetch(`${endpoint}/readyz`);
+      const body = (await ready.json()) as { ready: boolean; shards: Record<string, { checks: unknown }> };
+      // $0.505 is above the floor (the sixth utterance was refused, not paid): every shard is ready, and says so.
+      expect(ready.status).toBe(200);
+      expect(body.ready).toBe(true);
+      expect(Object.keys(body.shards)).toEqual(['0', '1', '2', '3']);
+      for (const shard of Object.values(body.shards)) {
+        expect(shard.checks).toMatchObject({
+          gateway: { ok: true },
+          database: { ok: true },
+          budget: { ok: true },
+        });
+      }
+      const health = (await (await fetch(`${endpoint}/healthz`)).json()) as {
+        shards: Record<string, string>;
+      };
+      expect(health.shards).toEqual({ 0: 'ready', 1: 'ready', 2: 'ready', 3: 'ready' });
+    } finally {
+      await stopGroup(group);
+    }
+  });
+
+  it("holds one server's daily cap set on its own shard while every server speaks", async () => {
+    const url = await createDatabase((cluster as { url: string }).url);
+    tts.balanceUsd = 10;
+    const capped = servers[5] as Server;
+    const extra = Array.from({ length: 4 }, (_, i) => capped.guild.addMember({ name: `Extra ${i}` }));
+    for (const member of extra) capped.guild.joinVoice(member, capped.room);
+    const before = tts.requests.length;
+    const group = await startGroup(url, { SHARD_COUNT: '4' });
+    try {
+      const cap = await discord.slash(capped.admin, 'budget', { usd: 0.02 }, { subcommand: 'cap' });
+      expect(cap.content).toMatch(/at most \$0\.02/);
+      const speakers = servers.flatMap((s) =>
+        s === capped ? [...s.members, ...extra] : s.members.slice(0, 1),
+      );
+      const replies = await Promise.all(
+        speakers.map((member) => {
+          const server = servers.find((s) => s.guild.id === member.guildId) as Server;
+          return discord.slash(member, 'speak', { text: TEN }, { channel: server.text });
+        }),
+      );
+      const inCapped = replies.filter((_, i) => speakers[i]?.guildId === capped.guild.id);
+      const others = replies.filter((_, i) => speakers[i]?.guildId !== capped.guild.id);
+      expect(others.every((r) => ACCEPTED.test(r.content))).toBe(true);
+      // Six members at once: each is refused at /speak, or queued and refused when its turn comes; two are paid.
+      const capSentence = /This server has used its daily speech budget: \$0\.0\d of \$0\.02/;
+      const refusedInCapped = () =>
+        inCapped.flatMap((r) =>
+          ACCEPTED.test(r.content) ? r.followUps().map((f) => f.content) : [r.content],
+        );
+      const charged = () => tts.requests.slice(before).filter((r) => r.chargedUsd > 0).length;
+      await vi.waitFor(
+        () => {
+          expect(charged()).toBe(others.length + 2);
+          expect(refusedInCapped()).toHaveLength(4);
+        },
+        { timeout: 30_000, interval: 100 },
+      );
+      for (const refusal of refusedInCapped()) expect(refusal).toMatch(capSentence);
+      console.log(
+        `daily cap $0.02 on ${capped.guild.name} (shard ${shardOf(capped.guild.id, 4)}): 2 of 6 spoken, ${others.length} other servers all spoken`,
+      );
+      await expectLedgerMatchesService(url, before);
+      const cappedNanos = (await ledgerOf(url))
+        .filter((row) => row.guildId === capped.guild.id)
+        .reduce((sum, row) => sum + row.costNanos, 0);
+      expect(cappedNanos).toBe(nanos(0.02));
+    } finally {
+      // The extra members stay seated: members leaving a call while the bot is away leave the emulator's DAVE
+      // group in a state where the next join never gets its first frame out (seen once; not a sharding matter).
+      await stopGroup(group);
+    }
+  });
+
+  it('brings a shard killed with -9 mid-utterance back within 15 s, while the others keep speaking', async () => {
+    const url = await createDatabase((cluster as { url: string }).url);
+    tts.balanceUsd = 10;
+    const before = tts.requests.length;
+    const group = await startGroup(url, { SHARD_COUNT: '4' });
+    try {
+      const victimShard = 1;
+      const onShard = (shard: number) => servers.filter((s) => shardOf(s.guild.id, 4) === shard);
+      // Three servers per shard speak three seconds each.
+      const speaking = [0, 1, 2, 3].flatMap((shard) => onShard(shard).slice(0, 3));
+      const long = 'the quick brown fox jumps over the lazy dog '.repeat(14);
+      for (const server of speaking) discord.voice(server.guild).clear();
+      const replies = await Promise.all(
+        speaking.map((s) =>
+          discord.slash(s.members[0] as Member, 'speak', { text: long }, { channel: s.text }),
+        ),
+      );
+      expect(replies.every((r) => ACCEPTED.test(r.content))).toBe(true);
+      const victims = speaking.filter((s) => shardOf(s.guild.id, 4) === victimShard);
+      const survivors = speaking.filter((s) => shardOf(s.guild.id, 4) !== victimShard);
+      await discord.voice((victims[0] as Server).guild).untilFrames(25, { timeoutMs: 15_000 });
+      const pid = pidOf(group, victimShard);
+      const identifiesBefore = discord.identifies.length;
+      const killedAt = Date.now();
+      const killedAtPerf = performance.now();
+      process.kill(pid as number, 'SIGKILL');
+
+      // A server of the killed shard answers /speak again within 15 s.
+      const probe = victims[0] as Server;
+      let answered: Reply | undefined;
+      while (!answered && Date.now() - killedAt < 15_000) {
+        answered = await discord
+          .slash(
+            probe.members[1] as Member,
+            'speak',
+            { text: 'back again' },
+            { channel: probe.text, timeoutMs: 1500 },
+          )
+          .catch(() => undefined);
+      }
+      const backAfterMs = Date.now() - killedAt;
+      expect(answered?.content).toMatch(ACCEPTED);
+      expect(backAfterMs).toBeLessThan(15_000);
+      expect(pidOf(group, victimShard)).not.toBe(pid);
+      // Its other servers rejoin their voice channels by themselves (the sessions saved in PostgreSQL).
+      for (const server of victims.slice(1)) {
+        await vi.waitFor(
+          () =>
+            expect(
+              discord.voiceRequests.some(
+                (r) =>
+                  r.guildId === server.guild.id &&
+                  r.channelId === server.room.id &&
+                  r.granted &&
+                  r.at > killedAt,
+              ),
+            ).toBe(true),
+          { timeout: 15_000, interval: 100 },
+        );
+      }
+      // The other shards never stopped: no new session for them, and their servers spoke on through the kill.
+      const newIdentifies = discord.identifies.slice(identifiesBefore).map((i) => i.shard?.[0]);
+      expect(newIdentifies).toEqual([victimShard]);
+      for (const server of survivors) {
+        const capture = discord.voice(server.guild);
+        const heard = await capture.untilSilent({ quietMs: 500, timeoutMs: 20_000 });
+        expect(capture.frames.some((frame) => frame.receivedAt > killedAtPerf)).toBe(true);
+        // 616 characters at 5 ms each: about 3.1 s, 154 frames of 20 ms.
+        expect(heard.frames.length).toBeGreaterThan(140);
+      }
+      console.log(
+        `kill -9 of shard ${victimShard}: /speak answered again after ${backAfterMs} ms; ${survivors.length} servers on other shards spoke through`,
+      );
+      await expectLedgerMatchesService(url, before);
+    } finally {
+      await stopGroup(group);
+    }
+  });
+
+  it('uses settings written on 2 shards at once after resharding to 4, on the same PostgreSQL', async () => {
+    const url = await createDatabase((cluster as { url: string }).url);
+    tts.balanceUsd = 10;
+    // A server whose shard changes process: shard 0 or 1 of 2, shard 2 or 3 of 4.
+    const server = servers.find((s) => shardOf(s.guild.id, 4) >= 2) as Server;
+    const adam = tts.speakers.find((s) => s.name === 'Adam');
+    const two = await startGroup(url, { SHARD_COUNT: '2' });
+    try {
+      expect(
+        (await discord.slash(server.admin, 'voice-set', { speaker: 'Adam', scope: 'server' })).content,
+      ).toMatch(/Adam/);
+      const autoread = await discord.slash(
+        server.admin,
+        'autoread',
+        { channel: server.text, enabled: true },
+        { subcommand: 'channel' },
+      );
+      expect(autoread.content).toMatch(/read/i);
+    } finally {
+      await stopGroup(two);
+    }
+    const four = await startGroup(url, { SHARD_COUNT: '4' });
+    try {
+      expect(discord.gatewaySessions().every((s) => s.shard[1] === 4)).toBe(true);
+      const member = server.members[0] as Member;
+      const spoken = await discord.slash(member, 'speak', { text: 'resharded' }, { channel: server.text });
+      expect(spoken.content).toMatch(/as Adam/);
+      const marker = `auto read after resharding ${Date.now()}`;
+      discord.sendMessage(member, server.text, marker);
+      await vi.waitFor(
+        () => {
+          const request = tts.requests.find((r) => (JSON.stringify(r.body) ?? '').includes(marker));
+          expect((request?.body as { speaker_id?: string } | undefined)?.speaker_id).toBe(adam?.id);
+        },
+        { timeout: 15_000, interval: 100 },
+      );
+    } finally {
+      await stopGroup(four);
+    }
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { clientShardOptions, ownsGuild } from '../../src/shard/client.ts';
+import { parseShardConfig, parseShardIds, shardOfGuild } from '../../src/shard/config.ts';
+
+describe('parseShardConfig', () => {
+  it.each([
+    { env: {}, value: { count: 1, ids: [0], managed: false } },
+    { env: { SHARD_COUNT: '4' }, value: { count: 4, ids: undefined, managed: false } },
+    { env: { SHARD_COUNT: 'auto' }, value: { count: 'auto', ids: undefined, managed: false } },
+    {
+      env: { SHARD_COUNT: '16', SHARD_IDS: '8-15' },
+      value: { count: 16, ids: [8, 9, 10, 11, 12, 13, 14, 15] },
+    },
+    { env: { SHARD_COUNT: '8', SHARD_IDS: '0,2,4-5' }, value: { count: 8, ids: [0, 2, 4, 5] } },
+    { env: { SHARD_COUNT: '8', SHARD_IDS: ' 3 , 1-2,2 ' }, value: { count: 8, ids: [1, 2, 3] } },
+    // The ShardingManager's child: its own shard, whatever SHARD_IDS the group had.
+    {
+      env: { SHARDING_MANAGER: 'true', SHARDS: '9', SHARD_COUNT: '16', SHARD_IDS: '8-15' },
+      value: { count: 16, ids: [9], managed: true },
+    },
+  ])('$env', ({ env, value }) => {
+    const result = parseShardConfig(env);
+    expect(result).toMatchObject({ ok: true, value });
+  });
+
+  it.each([
+    { env: { SHARD_IDS: '0-7' }, problem: /SHARD_IDS needs SHARD_COUNT/ },
+    { env: { SHARD_COUNT: '0' }, problem: /SHARD_COUNT must be a whole number from 1/ },
+    { env: { SHARD_COUNT: 'four' }, problem: /SHARD_COUNT must be a whole number/ },
+    { env: { SHARD_COUNT: '2.5' }, problem: /SHARD_COUNT must be a whole number/ },
+    { env: { SHARD_COUNT: 'auto', SHARD_IDS: '0-7' }, problem: /SHARD_IDS needs a fixed SHARD_COUNT/ },
+    {
+      env: { SHARD_COUNT: '16', SHARD_IDS: '8-16' },
+      problem: /SHARD_IDS has 16, but with SHARD_COUNT=16 shard ids go from 0 to 15/,
+    },
+    { env: { SHARD_COUNT: '16', SHARD_IDS: '7-3' }, problem: /range 7-3, which runs backwards/ },
+    {
+      env: { SHARD_COUNT: '16', SHARD_IDS: '0-7;8' },
+      problem: /"0-7;8", which is not a shard id or a range/,
+    },
+    { env: { SHARD_COUNT: '16', SHARD_IDS: '0,,1' }, problem: /"", which is not a shard id/ },
+    { env: { SHARDING_MANAGER: 'true', SHARDS: '4', SHARD_COUNT: '4' }, problem: /do not name a shard/ },
+  ])('refuses $env', ({ env, problem }) => {
+    const result = parseShardConfig(env);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.problems.join('\n')).toMatch(problem);
+  });
+});
+
+describe('parseShardIds', () => {
+  it('sorts and dedupes', () => {
+    expect(parseShardIds('5,1-3,2', 6)).toEqual({ ok: true, value: [1, 2, 3, 5] });
+  });
+});
+
+describe('shards and servers', () => {
+  it.each([
+    // (id >> 22) % count: Discord's own rule.
+    { guildId: String((41n << 22n) | 12345n), count: 4, shard: 1 },
+    { guildId: String((41n << 22n) | 12345n), count: 16, shard: 9 },
+    { guildId: '0', count: 7, shard: 0 },
+  ])('server $guildId is on shard $shard of $count', ({ guildId, count, shard }) => {
+    expect(shardOfGuild(guildId, count)).toBe(shard);
+    expect(ownsGuild({ shards: [shard], shardCount: count }, guildId)).toBe(true);
+    expect(ownsGuild({ shards: [(shard + 1) % count], shardCount: count }, guildId)).toBe(count === 1);
+  });
+
+  it('gives the client explicit shards, so discord.js never reads SHARD_COUNT from the environment itself', () => {
+    expect(clientShardOptions({ count: 1, ids: [0], managed: false })).toEqual({
+      shards: [0],
+      shardCount: 1,
+    });
+    expect(clientShardOptions({ count: 4, ids: undefined, managed: false })).toEqual({
+      shards: [0, 1, 2, 3],
+      shardCount: 4,
+    });
+    expect(clientShardOptions({ count: 16, ids: [9], managed: true })).toEqual({
+      shards: [9],
+      shardCount: 16,
+    });
+    expect(clientShardOptions({ count: 'auto', ids: undefined, managed: false })).toEqual({ shards: 'auto' });
+  });
+});
