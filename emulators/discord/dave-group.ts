@@ -56,6 +56,22 @@ export interface DaveGroup {
   close(): void;
 }
 
+/** A step of the gateway's DAVE flow, timed for the latency bench's breakdown. */
+export interface DaveEvent {
+  /** `performance.now()`. */
+  readonly at: number;
+  readonly channelId: string;
+  /**
+   * `session` (the voice server sent op 4 to the bot; `step` is `dave` or `declined`), `key-package` (op 26 received), `proposals` (op 27 sent to every recipient), `commit` (the round's winning
+   * op 28 received; op 29 and 30 sent), `ready` (op 23 received), `execute` (op 22 sent), `reset` (sole-member
+   * reset sent), `mls` (a member's client finished an MLS operation: `step`, taking `ms`).
+   */
+  readonly kind: 'session' | 'key-package' | 'proposals' | 'commit' | 'ready' | 'execute' | 'reset' | 'mls';
+  readonly userId?: string;
+  readonly step?: string;
+  readonly ms?: number;
+}
+
 /** DAVE opcodes on the voice gateway (https://daveprotocol.com). */
 export const DAVE_OP = {
   clientsConnect: 11,
@@ -96,7 +112,7 @@ const debug = (line: string): void => {
 };
 
 /** Creates the group of the media session in `channelId`. */
-export function createDaveGroup(channelId: string): DaveGroup {
+export function createDaveGroup(channelId: string, onEvent?: (event: DaveEvent) => void): DaveGroup {
   const sender: ExternalSender = createExternalSender();
   const clients = new Map<string, ClientState>();
   /** leaves[i]: the user holding leaf i, or undefined for a blank leaf. */
@@ -108,6 +124,8 @@ export function createDaveGroup(channelId: string): DaveGroup {
   const rejectKeyPackage = new Set<string>();
   const stats = { accepted: 0, ignored: 0, rejectedKeyPackages: 0, invalidations: 0 };
 
+  const trace = (kind: DaveEvent['kind'], userId?: string): void =>
+    onEvent?.({ at: performance.now(), channelId, kind, ...(userId === undefined ? {} : { userId }) });
   const established = (): boolean => epoch > 0n;
   const holders = (): string[] => leaves.filter((u): u is string => u !== undefined);
   /** Leaves whose user left or re-initialised (its client no longer holds that leaf). */
@@ -183,10 +201,12 @@ export function createDaveGroup(channelId: string): DaveGroup {
       // u8 operation 0 (append) ‖ proposals<V>
       recipient.client.sendBinary(DAVE_OP.proposals, Buffer.concat([Buffer.from([0]), vector(body)]));
     }
+    trace('proposals');
   };
 
   const soleMemberReset = (last: ClientState | undefined): void => {
     debug(`sole member reset of ${last?.client.userId.slice(-4)}`);
+    trace('reset', last?.client.userId);
     forget();
     if (!last) return;
     last.keyPackage = undefined;
@@ -255,6 +275,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
         s.client.sendBinary(DAVE_OP.welcome, Buffer.concat([tid, parsed.welcome]));
       }
     }
+    trace('commit', userId);
   };
 
   const maybeExecute = (): void => {
@@ -263,6 +284,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
     for (const userId of transition.participants) {
       clients.get(userId)?.client.sendJson(DAVE_OP.executeTransition, { transition_id: transition.id });
     }
+    trace('execute');
     change = undefined;
     reconcile();
   };
@@ -332,6 +354,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
       if (!state || closed) return;
       debug(`op ${op} from ${userId.slice(-4)} (${payload.length} bytes)`);
       if (op === DAVE_OP.keyPackage) {
+        trace('key-package', userId);
         if (rejectKeyPackage.delete(userId)) {
           stats.rejectedKeyPackages += 1;
           return;
@@ -350,6 +373,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
       if (op === DAVE_OP.readyForTransition) {
         const transition = change?.transition;
         if (transition && transition.id === Number(d.transition_id)) {
+          trace('ready', userId);
           transition.waiting.delete(userId);
           maybeExecute();
         }

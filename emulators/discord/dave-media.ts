@@ -5,8 +5,8 @@
  * mid-stream.
  */
 import Davey from '@snazzah/davey';
-import { createDaveGroup, type DaveClient, type DaveGroup } from './dave-group.ts';
-import { createDaveListener, type DaveListener, type DecryptResult } from './dave-listener.ts';
+import { createDaveGroup, type DaveClient, type DaveEvent, type DaveGroup } from './dave-group.ts';
+import { createDaveListeners, type DaveListener, type DecryptResult } from './dave-listener.ts';
 
 /** What the members in the channel made of one frame the bot sent. */
 export interface FrameHearing {
@@ -39,15 +39,18 @@ export interface DaveMedia {
   setBotChannel(guildId: string, channelId: string | null): void;
   onBinary(guildId: string, op: number, payload: Buffer): void;
   onJson(guildId: string, op: number, d: Record<string, unknown>): void;
-  /** Hands a frame (transport-decrypted) to the members present; without DAVE they hear it as it is. */
-  hear(guildId: string, payload: Buffer): FrameHearing;
+  /**
+   * Hands a frame (transport-decrypted) to the members present now; without DAVE they hear it as it is. Their
+   * clients decrypt in a worker thread, in order with the MLS messages sent to them.
+   */
+  hear(guildId: string, payload: Buffer): Promise<FrameHearing>;
   /** The group the bot's voice session in `guildId` belongs to, if DAVE runs there. */
   group(guildId: string): DaveGroup | undefined;
   /** The listener of `userId` in that group, if any. */
   listener(guildId: string, userId: string): DaveListener | undefined;
   /** Injects DAVE faults into the guild's session (a rejected key package waits for the next session). */
   faults(guildId: string): DaveFaultTarget;
-  close(): void;
+  close(): Promise<void>;
 }
 
 /** One voice channel's call: its members are in the MLS group whether or not the bot is there, as on Discord. */
@@ -60,8 +63,26 @@ interface Call {
 const MAGIC_MARKER = 0xfafa;
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 
-/** Creates the DAVE layer for the bot `botUserId`; with `enabled` false, only occupancy is tracked. */
-export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia {
+/**
+ * Creates the DAVE layer for the bot `botUserId`; with `enabled` false, only occupancy is tracked. `onEvent` is
+ * told of each step of every group's DAVE flow, members' MLS operations included.
+ */
+export function createDaveMedia(
+  botUserId: string,
+  enabled: boolean,
+  onEvent?: (event: DaveEvent) => void,
+): DaveMedia {
+  const clients = createDaveListeners(botUserId, {
+    onMlsStep: (s) =>
+      onEvent?.({
+        at: s.startedAt + s.ms,
+        channelId: s.channelId,
+        kind: 'mls',
+        userId: s.userId,
+        step: s.step,
+        ms: s.ms,
+      }),
+  });
   const calls = new Map<string, Call>();
   const occupants = new Map<string, Set<string>>();
   const botChannel = new Map<string, string>();
@@ -72,7 +93,7 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
   const callOf = (channelId: string): Call => {
     let call = calls.get(channelId);
     if (!call) {
-      call = { channelId, group: createDaveGroup(channelId), listeners: new Map() };
+      call = { channelId, group: createDaveGroup(channelId, onEvent), listeners: new Map() };
       calls.set(channelId, call);
     }
     return call;
@@ -100,7 +121,7 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
     }
     for (const userId of wanted) {
       if (call.listeners.has(userId)) continue;
-      const listener = createDaveListener(userId, channelId, botUserId, {
+      const listener = clients.create(userId, channelId, {
         onBinary: (from, op, payload) => call.group.onBinary(from, op, payload),
         onJson: (from, op, d) => call.group.onJson(from, op, d),
       });
@@ -148,25 +169,23 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
     },
     onBinary: (guildId, op, payload) => current(guildId)?.group.onBinary(botUserId, op, payload),
     onJson: (guildId, op, d) => current(guildId)?.group.onJson(botUserId, op, d),
-    hear: (guildId, payload) => {
+    hear: async (guildId, payload) => {
       const call = current(guildId);
       const e2ee = payload.length >= 2 && payload.readUInt16BE(payload.length - 2) === MAGIC_MARKER;
-      const listeners = new Map<string, DecryptResult>();
       if (!call) {
         // No DAVE on this session: every member's client plays the frame as it arrives.
+        const listeners = new Map<string, DecryptResult>();
         const channelId = botChannel.get(guildId);
         for (const userId of (channelId && occupants.get(channelId)) || []) {
           listeners.set(userId, { ok: true, opus: payload });
         }
         return { e2ee, dave: false, listeners };
       }
-      for (const [userId, listener] of call.listeners) {
-        // Discord clients pass the silence frame through, as the library does.
-        listeners.set(
-          userId,
-          payload.equals(SILENCE) ? { ok: true, opus: payload } : listener.decrypt(payload),
-        );
-      }
+      const present = [...call.listeners.values()];
+      // Discord clients pass the silence frame through, as the library does.
+      const listeners: Map<string, DecryptResult> = payload.equals(SILENCE)
+        ? new Map(present.map((l) => [l.userId, { ok: true, opus: payload }]))
+        : await clients.decrypt(present, payload);
       return { e2ee, dave: true, listeners };
     },
     group: (guildId) => current(guildId)?.group,
@@ -189,13 +208,14 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
         else rejectOnStart.add(guildId);
       },
     }),
-    close: () => {
+    close: async () => {
       for (const call of calls.values()) {
         for (const listener of call.listeners.values()) listener.close();
         call.group.close();
       }
       calls.clear();
       botCall.clear();
+      await clients.close();
     },
   };
 }

@@ -31,6 +31,7 @@ import { createVoiceServer } from './voice.ts';
 
 export type { Heard, Hearing, VoiceCapture } from './capture.ts';
 export { describeHearing, hear, hearingOf, intervalStats } from './capture.ts';
+export type { DaveEvent } from './dave-group.ts';
 export type { RestCall } from './rest.ts';
 export type {
   Channel,
@@ -80,9 +81,10 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   const interactionResponseMs = state.interactionResponseMs;
 
   const daveOffered = o.dave ?? true;
-  const dave = createDaveMedia(botUser.id, daveOffered);
+  const dave = createDaveMedia(botUser.id, daveOffered, o.onDaveEvent);
   const voice = await createVoiceServer({
     dave,
+    ...(o.onDaveEvent ? { onEvent: o.onDaveEvent } : {}),
     daveOffered: () => daveOffered,
     cert: certificate.cert,
     key: certificate.key,
@@ -356,8 +358,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       listeners.clear();
       for (const sink of captures.values()) sink.dispose();
       gateway.close();
-      dave.close();
-      await Promise.all([server.close(), voice.close()]);
+      await Promise.all([server.close(), voice.close(), dave.close()]);
     },
   };
   return emulator;

@@ -1,7 +1,7 @@
 /** The emulator's public types: what tests hold and call. */
 
 import type { VoiceCapture } from './capture.ts';
-import type { DaveGroup } from './dave-group.ts';
+import type { DaveEvent, DaveGroup } from './dave-group.ts';
 import type { RestCall } from './rest.ts';
 
 /** Arbitrary JSON the bot sent (embeds, components, commands); tests index into it freely. */
@@ -116,6 +116,8 @@ export interface DiscordEmulatorOptions {
    * (`dave_protocol_version: 0`): transport encryption only.
    */
   dave?: boolean;
+  /** Told of every step of the DAVE flows (and each voice session description), with times: for benchmarks. */
+  onDaveEvent?: (event: DaveEvent) => void;
 }
 
 /** Application flags the emulator knows: the Message Content intent (1 << 19; 1 << 18 is its limited form). */

@@ -2,6 +2,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import dgram from 'node:dgram';
 import https from 'node:https';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import type { DaveEvent } from './dave-group.ts';
 import type { DaveMedia } from './dave-media.ts';
 import { randomToken } from './model.ts';
 import { decryptRtp } from './rtp.ts';
@@ -47,6 +48,8 @@ export interface VoiceServerOptions {
   /** The DAVE layer; DAVE is offered to clients announcing version 1 while `daveOffered()` is true. */
   readonly dave: DaveMedia;
   readonly daveOffered: () => boolean;
+  /** Told when a session description (op 4) is sent, as a `session` event. */
+  readonly onEvent?: (event: DaveEvent) => void;
 }
 
 /** The emulated voice server: voice gateway v8 over TLS plus the UDP media socket. */
@@ -110,6 +113,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const timers = new Set<NodeJS.Timeout>();
   let dropHeartbeats = false;
   let handshakeDelayMs = 0;
+  /** Per guild: the last frame still being heard, so the next one is captured after it. */
+  const heardInOrder = new Map<string, Promise<void>>();
 
   const https_ = https.createServer({ cert: options.cert, key: options.key });
   const wss = new WebSocketServer({ server: https_ });
@@ -231,6 +236,13 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
             dave_protocol_version: daveVersion,
           },
         });
+        options.onEvent?.({
+          at: performance.now(),
+          channelId: allocation.channelId,
+          kind: 'session',
+          userId: allocation.userId,
+          step: daveVersion === 1 ? 'dave' : 'declined',
+        });
         // After op 4: the client handles DAVE's binary messages only once it is Ready.
         if (daveVersion === 1) {
           options.dave.start(allocation.guildId, allocation.channelId, {
@@ -309,21 +321,36 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       rejected.count += 1;
       return;
     }
+    // Members decrypt off this thread; each guild's frames still reach its capture in arrival order.
     const hearing = options.dave.hear(frame.guildId, frame.payload);
-    const heard = [...hearing.listeners.values()].find((r) => r.ok);
-    options.events.onFrame(frame.guildId, {
-      ...frame.frame,
-      opus: heard?.ok ? heard.opus : frame.payload,
-      payload: frame.payload,
-      e2ee: hearing.e2ee,
-      dave: hearing.dave,
-      listeners: new Map(
-        [...hearing.listeners].map(([userId, r]) => [
-          userId,
-          r.ok ? { ok: true } : { ok: false, error: r.error },
-        ]),
-      ),
-      silence: frame.payload.equals(SILENCE),
+    const previous = heardInOrder.get(frame.guildId) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      const heard = await hearing;
+      const first = [...heard.listeners.values()].find((r) => r.ok);
+      options.events.onFrame(frame.guildId, {
+        ...frame.frame,
+        opus: first?.ok ? first.opus : frame.payload,
+        payload: frame.payload,
+        e2ee: heard.e2ee,
+        dave: heard.dave,
+        listeners: new Map(
+          [...heard.listeners].map(([userId, r]) => [
+            userId,
+            r.ok ? { ok: true } : { ok: false, error: r.error },
+          ]),
+        ),
+        silence: frame.payload.equals(SILENCE),
+      });
+    });
+    // A capture listener that throws fails as it did in the socket's handler, without stopping later frames.
+    const chained = next.catch((error: unknown) => {
+      setImmediate(() => {
+        throw error;
+      });
+    });
+    heardInOrder.set(frame.guildId, chained);
+    void chained.then(() => {
+      if (heardInOrder.get(frame.guildId) === chained) heardInOrder.delete(frame.guildId);
     });
   });
 
