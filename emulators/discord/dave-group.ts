@@ -47,8 +47,14 @@ export interface DaveGroup {
   readonly epoch: bigint;
   /** The users holding the group now. */
   members(): string[];
-  /** Commits accepted and ignored, key packages rejected, op 31s received, for tests. */
-  readonly stats: { accepted: number; ignored: number; rejectedKeyPackages: number; invalidations: number };
+  /** Commits accepted and ignored, key packages rejected, op 31s received, sole-member resets, for tests. */
+  readonly stats: {
+    accepted: number;
+    ignored: number;
+    rejectedKeyPackages: number;
+    invalidations: number;
+    soleMemberResets: number;
+  };
   /** True when a group is established, no change is under way and every client holds a leaf. */
   settled(): boolean;
   readonly faults: DaveGroupFaults;
@@ -122,7 +128,7 @@ export function createDaveGroup(channelId: string, onEvent?: (event: DaveEvent) 
   let nextTransitionId = 1;
   let closed = false;
   const rejectKeyPackage = new Set<string>();
-  const stats = { accepted: 0, ignored: 0, rejectedKeyPackages: 0, invalidations: 0 };
+  const stats = { accepted: 0, ignored: 0, rejectedKeyPackages: 0, invalidations: 0, soleMemberResets: 0 };
 
   const trace = (kind: DaveEvent['kind'], userId?: string): void =>
     onEvent?.({ at: performance.now(), channelId, kind, ...(userId === undefined ? {} : { userId }) });
@@ -209,6 +215,7 @@ export function createDaveGroup(channelId: string, onEvent?: (event: DaveEvent) 
     trace('reset', last?.client.userId);
     forget();
     if (!last) return;
+    stats.soleMemberResets += 1;
     last.keyPackage = undefined;
     // The last member re-initialises (and sends a new key package); the next joiner starts a group afresh.
     last.client.sendJson(DAVE_OP.prepareEpoch, { protocol_version: PROTOCOL_VERSION, epoch: 1 });

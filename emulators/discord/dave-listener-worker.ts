@@ -22,6 +22,8 @@ interface Member {
   readonly botUserId: string;
   readonly session: Davey.DAVESession;
   readonly recognised: Set<string>;
+  /** It holds an established group (since its first commit or welcome after (re-)initialising). */
+  holding: boolean;
 }
 
 const port = parentPort;
@@ -82,14 +84,18 @@ const onBinary = (id: number, m: Member, op: number, payload: Buffer): void => {
         post({ t: 'debug', id, line: `${welcome ? 'welcome' : 'commit'} failed: ${String(error)}` });
         post({ t: 'json', id, op: DAVE_OP.invalidCommitWelcome, d: { transition_id: transitionId } });
         m.session.reinit(DAVE_VERSION, m.userId, m.channelId);
+        m.holding = false;
         sendKeyPackage(id, m);
         return;
       }
+      const joined = !m.holding;
+      m.holding = true;
       post({
         t: 'state',
         id,
         epoch: String(m.session.epoch ?? 0n),
         ...(welcome ? { welcomedAt: now() } : {}),
+        ...(joined ? { joinedAt: now() } : {}),
       });
       if (transitionId !== 0)
         post({ t: 'json', id, op: DAVE_OP.readyForTransition, d: { transition_id: transitionId } });
@@ -107,6 +113,7 @@ const onJson = (id: number, m: Member, op: number, d: Record<string, unknown>): 
     m.recognised.delete(String(d.user_id));
   } else if (op === DAVE_OP.prepareEpoch && Number(d.epoch) === 1) {
     m.session.reinit(DAVE_VERSION, m.userId, m.channelId);
+    m.holding = false;
     post({ t: 'state', id, epoch: '0' });
     sendKeyPackage(id, m);
   }
@@ -130,6 +137,7 @@ port.on('message', (message: ToWorker) => {
         botUserId: message.botUserId,
         session: new Davey.DAVESession(DAVE_VERSION, message.userId, message.channelId),
         recognised: new Set(),
+        holding: false,
       });
       return;
     case 'close': {

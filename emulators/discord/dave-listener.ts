@@ -21,6 +21,8 @@ export interface DaveListener {
   epoch(): bigint;
   /** `performance.now()` when it last processed a welcome (joined a group), if ever. */
   welcomedAt(): number | undefined;
+  /** `performance.now()` when it last came to hold a group (by a welcome, or by its own commit), if ever. */
+  joinedGroupAt(): number | undefined;
   close(): void;
 }
 
@@ -63,7 +65,7 @@ export type ToWorker =
 export type FromWorker =
   | { t: 'binary'; id: number; op: number; payload: Uint8Array }
   | { t: 'json'; id: number; op: number; d: Record<string, unknown> }
-  | { t: 'state'; id: number; epoch: string; welcomedAt?: number }
+  | { t: 'state'; id: number; epoch: string; welcomedAt?: number; joinedAt?: number }
   | { t: 'mls'; id: number; step: string; startedAt: number; ms: number }
   | { t: 'debug'; id: number; line: string }
   | { t: 'decrypted'; request: number; results: [number, Uint8Array | string][] };
@@ -74,6 +76,7 @@ interface Proxy {
   readonly uplink: ListenerUplink;
   epoch: bigint;
   welcomedAt: number | undefined;
+  joinedGroupAt: number | undefined;
   closed: boolean;
 }
 
@@ -123,6 +126,7 @@ export function createDaveListeners(
       case 'state':
         proxy.epoch = BigInt(message.epoch);
         if (message.welcomedAt !== undefined) proxy.welcomedAt = local(message.welcomedAt);
+        if (message.joinedAt !== undefined) proxy.joinedGroupAt = local(message.joinedAt);
         return;
       case 'mls':
         o.onMlsStep?.({
@@ -155,7 +159,15 @@ export function createDaveListeners(
   return {
     create: (userId, channelId, uplink) => {
       const id = nextId++;
-      const proxy: Proxy = { userId, channelId, uplink, epoch: 0n, welcomedAt: undefined, closed: false };
+      const proxy: Proxy = {
+        userId,
+        channelId,
+        uplink,
+        epoch: 0n,
+        welcomedAt: undefined,
+        joinedGroupAt: undefined,
+        closed: false,
+      };
       proxies.set(id, proxy);
       post({ t: 'create', id, userId, channelId, botUserId });
       const listener: DaveListener = {
@@ -168,6 +180,7 @@ export function createDaveListeners(
         },
         epoch: () => proxy.epoch,
         welcomedAt: () => proxy.welcomedAt,
+        joinedGroupAt: () => proxy.joinedGroupAt,
         close: () => {
           if (proxy.closed) return;
           proxy.closed = true;

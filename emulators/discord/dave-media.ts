@@ -35,6 +35,11 @@ export interface DaveMedia {
   stop(guildId: string): void;
   /** Who (besides the bot) sits in voice channel `channelId` now. */
   setOccupants(channelId: string, userIds: readonly string[]): void;
+  /**
+   * A member's Discord client drops out of its channel's call (`online` false: its connection to the voice
+   * server broke) or comes back, while its voice state stays in the channel, as on Discord during a reconnect.
+   */
+  setClientOnline(userId: string, online: boolean): void;
   /** The voice channel the bot sits in, in `guildId` (null: none). */
   setBotChannel(guildId: string, channelId: string | null): void;
   onBinary(guildId: string, op: number, payload: Buffer): void;
@@ -89,6 +94,8 @@ export function createDaveMedia(
   /** Guild → the channel whose group holds the bot's DAVE client. */
   const botCall = new Map<string, string>();
   const rejectOnStart = new Set<string>();
+  /** Members whose client is out of the call though their voice state is in the channel. */
+  const offline = new Set<string>();
 
   const callOf = (channelId: string): Call => {
     let call = calls.get(channelId);
@@ -109,7 +116,7 @@ export function createDaveMedia(
 
   const sync = (channelId: string): void => {
     if (!enabled) return;
-    const wanted = occupants.get(channelId) ?? new Set<string>();
+    const wanted = new Set([...(occupants.get(channelId) ?? [])].filter((id) => !offline.has(id)));
     const existing = calls.get(channelId);
     if (!existing && wanted.size === 0) return;
     const call = callOf(channelId);
@@ -162,6 +169,11 @@ export function createDaveMedia(
     setOccupants: (channelId, userIds) => {
       occupants.set(channelId, new Set(userIds.filter((id) => id !== botUserId)));
       sync(channelId);
+    },
+    setClientOnline: (userId, online) => {
+      if (online) offline.delete(userId);
+      else offline.add(userId);
+      for (const [channelId, users] of occupants) if (users.has(userId)) sync(channelId);
     },
     setBotChannel: (guildId, channelId) => {
       if (channelId) botChannel.set(guildId, channelId);

@@ -338,6 +338,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         // Op 7 makes the bot drop its connection; the refused upgrades keep it from coming back.
         if (on) gateway.reconnect();
       },
+      dropMemberVoiceClient: (member, on) => dave.setClientOnline(member.id, !on),
       dave: {
         proposeUnknownUser: (guild) => dave.faults(guild.id).proposeUnknownUser(),
         malformedCommit: (guild) => dave.faults(guild.id).malformedCommit(),

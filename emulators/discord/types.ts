@@ -153,6 +153,12 @@ export interface Faults {
   delayVoiceHandshake(ms: number): void;
   /** While on, the gateway is down: the bot is told to reconnect and every new gateway connection is refused. */
   refuseGateway(on: boolean): void;
+  /**
+   * While on, `member`'s Discord client is out of its voice channel's call (its connection to the voice server
+   * broke; op 13 to the others, its DAVE client leaves the group) though its voice state stays in the channel;
+   * off, it reconnects (op 11, a new DAVE client), as a Discord client does after a network change.
+   */
+  dropMemberVoiceClient(member: Member, on: boolean): void;
   readonly dave: DaveFaults;
 }
 
@@ -239,11 +245,11 @@ export interface DiscordEmulator {
   ):
     | { readonly epoch: bigint; members(): string[]; settled(): boolean; readonly stats: DaveStats }
     | undefined;
-  /** A member's DAVE listener in the bot's voice session: its epoch and when it was last welcomed. */
+  /** A member's DAVE listener in the bot's voice session: its epoch, when it was last welcomed, joined a group. */
   daveListener(
     guild: Guild,
     member: Member,
-  ): { epoch(): bigint; welcomedAt(): number | undefined } | undefined;
+  ): { epoch(): bigint; welcomedAt(): number | undefined; joinedGroupAt(): number | undefined } | undefined;
   /** Calls `listener` after every change the emulator makes or sees (not voice frames); returns the unsubscribe. */
   subscribe(listener: () => void): () => void;
   close(): Promise<void>;
