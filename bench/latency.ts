@@ -6,7 +6,7 @@
  * decrypt: Herald waits for the DAVE transition before playing. Each cold DAVE run is broken down into the
  * steps of the handshake (gateway events, the members' MLS work, Herald's wait at its E2EE gate). Prints a table
  * and writes bench/results/latency-<date>-<commit>.json. Run: `RUNS=15 npm run bench:latency` (loopback only;
- * emulators and Herald in this process, the members' DAVE clients in a worker thread as on their own machines).
+ * emulators and Herald in this process, the members' DAVE clients in worker threads, as on their own machines).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -55,7 +55,7 @@ interface Breakdown {
   play: number;
   /** Herald's own figure: how long the utterance waited at the E2EE gate (its log). */
   gateWait: number;
-  /** The members' MLS operations during the handshake, summed (worker thread time). */
+  /** The members' MLS operations during the handshake, summed (worker threads). */
   membersMls: number;
 }
 
@@ -219,7 +219,7 @@ const rows: [keyof Breakdown, string][] = [
   ['handshake', 'op 4 → execute transition (op 22): the DAVE handshake'],
   ['play', 'op 22 → first packet (gate opens, player’s first 20 ms tick)'],
   ['gateWait', 'Herald’s wait at its E2EE gate (from its log)'],
-  ['membersMls', 'members’ MLS work during the handshake (worker thread)'],
+  ['membersMls', 'members’ MLS work during the handshake (worker threads)'],
 ];
 for (const [key, label] of rows) console.log(`    ${label.padEnd(62)} ${medianOf(key).toFixed(1)} ms`);
 const declinedMedian = (key: 'join' | 'play'): number =>

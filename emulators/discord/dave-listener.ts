@@ -1,8 +1,8 @@
 /**
  * The members in voice channels, as DAVE clients: davey sessions in the MLS groups that answer the gateway as
- * the Discord client does and decrypt the bot's frames as a member would hear them. They run in one worker
- * thread (`dave-listener-worker.ts`): on Discord they are other people's machines, and their MLS work must not
- * take turns with the bot's on its event loop. This is the main thread's side: a proxy per member.
+ * the Discord client does and decrypt the bot's frames as a member would hear them. They run in worker threads
+ * (`dave-listener-worker.ts`): on Discord they are other people's machines, and their MLS work must not take
+ * turns with the bot's on its event loop. This is the main thread's side: a proxy per member.
  */
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
@@ -43,7 +43,7 @@ export interface MlsStep {
   readonly ms: number;
 }
 
-/** Every member's DAVE client, all in one worker thread. */
+/** Every member's DAVE client, spread over a few worker threads. */
 export interface DaveListeners {
   /** A new member's client in `channelId`, hearing the bot. */
   create(userId: string, channelId: string, uplink: ListenerUplink): DaveListener;
@@ -89,9 +89,14 @@ const bytes = (data: Uint8Array): Buffer => Buffer.from(data.buffer, data.byteOf
 /** Creates the members' clients for the bot `botUserId`; the worker starts with the first member. */
 export function createDaveListeners(
   botUserId: string,
-  o: { onMlsStep?: (step: MlsStep) => void } = {},
+  o: {
+    onMlsStep?: (step: MlsStep) => void;
+    /** Worker threads the members are spread over (default 1); each member's messages stay in order. */
+    threads?: number;
+  } = {},
 ): DaveListeners {
-  let worker: Worker | undefined;
+  const threads = Math.max(1, o.threads ?? 1);
+  const workers: (Worker | undefined)[] = [];
   let failure: string | undefined;
   let nextId = 1;
   let nextRequest = 1;
@@ -143,8 +148,11 @@ export function createDaveListeners(
     }
   };
 
-  const post = (message: ToWorker): void => {
+  /** Member `id`'s messages go to worker `id % threads`, so each member's stay in order. */
+  const post = (id: number, message: ToWorker): void => {
     if (failure) return;
+    const lane = id % threads;
+    let worker = workers[lane];
     if (!worker) {
       worker = new Worker(new URL('./dave-listener-worker.ts', import.meta.url));
       // The emulator's sockets keep a test alive; a forgotten worker must not.
@@ -152,6 +160,7 @@ export function createDaveListeners(
       worker.on('message', onMessage);
       worker.on('error', (error) => failAll(`ListenerWorkerFailed: ${error.message}`));
       worker.on('exit', () => failAll('EmulatorClosed'));
+      workers[lane] = worker;
     }
     worker.postMessage(message);
   };
@@ -169,14 +178,14 @@ export function createDaveListeners(
         closed: false,
       };
       proxies.set(id, proxy);
-      post({ t: 'create', id, userId, channelId, botUserId });
+      post(id, { t: 'create', id, userId, channelId, botUserId });
       const listener: DaveListener = {
         userId,
         client: {
           userId,
           // Copied into the message: the gateway may reuse its buffers.
-          sendBinary: (op, payload) => post({ t: 'binary', id, op, payload: new Uint8Array(payload) }),
-          sendJson: (op, d) => post({ t: 'json', id, op, d: (d ?? {}) as Record<string, unknown> }),
+          sendBinary: (op, payload) => post(id, { t: 'binary', id, op, payload: new Uint8Array(payload) }),
+          sendJson: (op, d) => post(id, { t: 'json', id, op, d: (d ?? {}) as Record<string, unknown> }),
         },
         epoch: () => proxy.epoch,
         welcomedAt: () => proxy.welcomedAt,
@@ -185,7 +194,7 @@ export function createDaveListeners(
           if (proxy.closed) return;
           proxy.closed = true;
           proxies.delete(id);
-          post({ t: 'close', id });
+          post(id, { t: 'close', id });
         },
       };
       ids.set(listener, id);
@@ -207,19 +216,24 @@ export function createDaveListeners(
           }),
         );
       if (failure || wanted.length === 0) return Promise.resolve(toResults(new Map()));
-      const request = nextRequest++;
-      return new Promise((resolve) => {
-        pending.set(request, (raw) => resolve(toResults(raw)));
-        post({ t: 'decrypt', request, ids: wanted.map(([, id]) => id), payload: new Uint8Array(payload) });
+      const lanes = new Map<number, number[]>();
+      for (const [, id] of wanted) lanes.set(id % threads, [...(lanes.get(id % threads) ?? []), id]);
+      const copy = new Uint8Array(payload);
+      const parts = [...lanes.values()].map((laneIds) => {
+        const request = nextRequest++;
+        return new Promise<Map<number, Uint8Array | string>>((resolve) => {
+          pending.set(request, resolve);
+          post(laneIds[0] ?? 0, { t: 'decrypt', request, ids: laneIds, payload: copy });
+        });
       });
+      return Promise.all(parts).then((maps) => toResults(new Map(maps.flatMap((m) => [...m]))));
     },
     close: async () => {
       for (const proxy of proxies.values()) proxy.closed = true;
       proxies.clear();
-      const running = worker;
-      worker = undefined;
+      const running = workers.splice(0);
       failAll('EmulatorClosed');
-      await running?.terminate();
+      await Promise.all(running.map((w) => w?.terminate()));
     },
   };
 }

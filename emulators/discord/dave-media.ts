@@ -70,14 +70,17 @@ const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 
 /**
  * Creates the DAVE layer for the bot `botUserId`; with `enabled` false, only occupancy is tracked. `onEvent` is
- * told of each step of every group's DAVE flow, members' MLS operations included.
+ * told of each step of every group's DAVE flow, members' MLS operations included. The members' clients run in
+ * `listenerThreads` worker threads: on Discord each member is its own machine, so two members commit in parallel.
  */
 export function createDaveMedia(
   botUserId: string,
   enabled: boolean,
   onEvent?: (event: DaveEvent) => void,
+  listenerThreads = 2,
 ): DaveMedia {
   const clients = createDaveListeners(botUserId, {
+    threads: listenerThreads,
     onMlsStep: (s) =>
       onEvent?.({
         at: s.startedAt + s.ms,

@@ -81,7 +81,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   const interactionResponseMs = state.interactionResponseMs;
 
   const daveOffered = o.dave ?? true;
-  const dave = createDaveMedia(botUser.id, daveOffered, o.onDaveEvent);
+  const dave = createDaveMedia(botUser.id, daveOffered, o.onDaveEvent, o.daveListenerThreads);
   const voice = await createVoiceServer({
     dave,
     ...(o.onDaveEvent ? { onEvent: o.onDaveEvent } : {}),

@@ -116,6 +116,11 @@ export interface DiscordEmulatorOptions {
    * (`dave_protocol_version: 0`): transport encryption only.
    */
   dave?: boolean;
+  /**
+   * Worker threads the members' DAVE clients run in, off the bot's event loop (default 2: on Discord each member
+   * is its own machine, and two members' commits are computed at the same time).
+   */
+  daveListenerThreads?: number;
   /** Told of every step of the DAVE flows (and each voice session description), with times: for benchmarks. */
   onDaveEvent?: (event: DaveEvent) => void;
 }
