@@ -9,8 +9,8 @@
 import { performance } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import Davey from '@snazzah/davey';
-import { DAVE_OP } from './dave-group.ts';
 import type { FromWorker, ToWorker } from './dave-listener.ts';
+import { DAVE_OP } from './dave-protocol.ts';
 
 // davey's const enums cannot be imported under isolatedModules; the values are fixed by the protocol.
 const MEDIA_AUDIO = 0 as Davey.MediaType;

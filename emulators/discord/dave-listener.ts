@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import type { DaveClient } from './dave-group.ts';
+import type { DaveClient } from './dave-protocol.ts';
 
 /** Why a listener could not hear a frame: davey's error kind, or `unencrypted` (no DAVE on a DAVE call). */
 export type DecryptResult =

@@ -5,8 +5,9 @@
  * mid-stream.
  */
 import Davey from '@snazzah/davey';
-import { createDaveGroup, type DaveClient, type DaveEvent, type DaveGroup } from './dave-group.ts';
+import { createDaveGroup, type DaveGroup } from './dave-group.ts';
 import { createDaveListeners, type DaveListener, type DecryptResult } from './dave-listener.ts';
+import type { DaveClient, DaveEvent } from './dave-protocol.ts';
 
 /** What the members in the channel made of one frame the bot sent. */
 export interface FrameHearing {
@@ -46,7 +47,8 @@ export interface DaveMedia {
   onJson(guildId: string, op: number, d: Record<string, unknown>): void;
   /**
    * Hands a frame (transport-decrypted) to the members present now; without DAVE they hear it as it is. Their
-   * clients decrypt in a worker thread, in order with the MLS messages sent to them.
+   * clients decrypt in worker threads, in order with the MLS messages sent to them; a guild's hearings resolve
+   * in the order its frames arrived.
    */
   hear(guildId: string, payload: Buffer): Promise<FrameHearing>;
   /** The group the bot's voice session in `guildId` belongs to, if DAVE runs there. */
@@ -160,6 +162,29 @@ export function createDaveMedia(
     return group;
   };
 
+  /** What the members present now make of a frame. */
+  const hearNow = async (guildId: string, payload: Buffer): Promise<FrameHearing> => {
+    const call = current(guildId);
+    const e2ee = payload.length >= 2 && payload.readUInt16BE(payload.length - 2) === MAGIC_MARKER;
+    if (!call) {
+      // No DAVE on this session: every member's client plays the frame as it arrives.
+      const listeners = new Map<string, DecryptResult>();
+      const channelId = botChannel.get(guildId);
+      for (const userId of (channelId && occupants.get(channelId)) || []) {
+        listeners.set(userId, { ok: true, opus: payload });
+      }
+      return { e2ee, dave: false, listeners };
+    }
+    const present = [...call.listeners.values()];
+    // Discord clients pass the silence frame through, as the library does.
+    const listeners: Map<string, DecryptResult> = payload.equals(SILENCE)
+      ? new Map(present.map((l) => [l.userId, { ok: true, opus: payload }]))
+      : await clients.decrypt(present, payload);
+    return { e2ee, dave: true, listeners };
+  };
+  /** Per guild: the last hearing handed out, which the next one resolves after. */
+  const inOrder = new Map<string, Promise<void>>();
+
   return {
     start: (guildId, channelId, bot) => {
       stop(guildId);
@@ -184,24 +209,16 @@ export function createDaveMedia(
     },
     onBinary: (guildId, op, payload) => current(guildId)?.group.onBinary(botUserId, op, payload),
     onJson: (guildId, op, d) => current(guildId)?.group.onJson(botUserId, op, d),
-    hear: async (guildId, payload) => {
-      const call = current(guildId);
-      const e2ee = payload.length >= 2 && payload.readUInt16BE(payload.length - 2) === MAGIC_MARKER;
-      if (!call) {
-        // No DAVE on this session: every member's client plays the frame as it arrives.
-        const listeners = new Map<string, DecryptResult>();
-        const channelId = botChannel.get(guildId);
-        for (const userId of (channelId && occupants.get(channelId)) || []) {
-          listeners.set(userId, { ok: true, opus: payload });
-        }
-        return { e2ee, dave: false, listeners };
-      }
-      const present = [...call.listeners.values()];
-      // Discord clients pass the silence frame through, as the library does.
-      const listeners: Map<string, DecryptResult> = payload.equals(SILENCE)
-        ? new Map(present.map((l) => [l.userId, { ok: true, opus: payload }]))
-        : await clients.decrypt(present, payload);
-      return { e2ee, dave: true, listeners };
+    hear: (guildId, payload) => {
+      const heard = hearNow(guildId, payload);
+      // Each hearing resolves after the guild's previous one, so callers see frames in arrival order.
+      const next = Promise.all([heard, inOrder.get(guildId)]).then(([hearing]) => hearing);
+      const tail = next.then(() => {});
+      inOrder.set(guildId, tail);
+      void tail.then(() => {
+        if (inOrder.get(guildId) === tail) inOrder.delete(guildId);
+      });
+      return next;
     },
     group: (guildId) => current(guildId)?.group,
     listener: (guildId, userId) => current(guildId)?.listeners.get(userId),

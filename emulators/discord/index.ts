@@ -31,7 +31,7 @@ import { createVoiceServer } from './voice.ts';
 
 export type { Heard, Hearing, VoiceCapture } from './capture.ts';
 export { describeHearing, hear, hearingOf, intervalStats } from './capture.ts';
-export type { DaveEvent } from './dave-group.ts';
+export type { DaveEvent } from './dave-protocol.ts';
 export type { RestCall } from './rest.ts';
 export type {
   Channel,

@@ -1,7 +1,8 @@
 /** The emulator's public types: what tests hold and call. */
 
 import type { VoiceCapture } from './capture.ts';
-import type { DaveEvent, DaveGroup } from './dave-group.ts';
+import type { DaveGroup } from './dave-group.ts';
+import type { DaveEvent } from './dave-protocol.ts';
 import type { RestCall } from './rest.ts';
 
 /** Arbitrary JSON the bot sent (embeds, components, commands); tests index into it freely. */

@@ -2,8 +2,8 @@ import { randomBytes, randomInt } from 'node:crypto';
 import dgram from 'node:dgram';
 import https from 'node:https';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import type { DaveEvent } from './dave-group.ts';
 import type { DaveMedia } from './dave-media.ts';
+import type { DaveEvent } from './dave-protocol.ts';
 import { randomToken } from './model.ts';
 import { decryptRtp } from './rtp.ts';
 
@@ -113,8 +113,6 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const timers = new Set<NodeJS.Timeout>();
   let dropHeartbeats = false;
   let handshakeDelayMs = 0;
-  /** Per guild: the last frame still being heard, so the next one is captured after it. */
-  const heardInOrder = new Map<string, Promise<void>>();
 
   const https_ = https.createServer({ cert: options.cert, key: options.key });
   const wss = new WebSocketServer({ server: https_ });
@@ -321,37 +319,32 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       rejected.count += 1;
       return;
     }
-    // Members decrypt off this thread; each guild's frames still reach its capture in arrival order.
-    const hearing = options.dave.hear(frame.guildId, frame.payload);
-    const previous = heardInOrder.get(frame.guildId) ?? Promise.resolve();
-    const next = previous.then(async () => {
-      const heard = await hearing;
-      const first = [...heard.listeners.values()].find((r) => r.ok);
-      options.events.onFrame(frame.guildId, {
-        ...frame.frame,
-        opus: first?.ok ? first.opus : frame.payload,
-        payload: frame.payload,
-        e2ee: heard.e2ee,
-        dave: heard.dave,
-        listeners: new Map(
-          [...heard.listeners].map(([userId, r]) => [
-            userId,
-            r.ok ? { ok: true } : { ok: false, error: r.error },
-          ]),
-        ),
-        silence: frame.payload.equals(SILENCE),
+    // Members decrypt off this thread; a guild's hearings resolve in the order its frames arrived.
+    options.dave
+      .hear(frame.guildId, frame.payload)
+      .then((heard) => {
+        const first = [...heard.listeners.values()].find((r) => r.ok);
+        options.events.onFrame(frame.guildId, {
+          ...frame.frame,
+          opus: first?.ok ? first.opus : frame.payload,
+          payload: frame.payload,
+          e2ee: heard.e2ee,
+          dave: heard.dave,
+          listeners: new Map(
+            [...heard.listeners].map(([userId, r]) => [
+              userId,
+              r.ok ? { ok: true } : { ok: false, error: r.error },
+            ]),
+          ),
+          silence: frame.payload.equals(SILENCE),
+        });
+      })
+      .catch((error: unknown) => {
+        // A capture listener that throws fails as it would in the socket's own handler.
+        setImmediate(() => {
+          throw error;
+        });
       });
-    });
-    // A capture listener that throws fails as it did in the socket's handler, without stopping later frames.
-    const chained = next.catch((error: unknown) => {
-      setImmediate(() => {
-        throw error;
-      });
-    });
-    heardInOrder.set(frame.guildId, chained);
-    void chained.then(() => {
-      if (heardInOrder.get(frame.guildId) === chained) heardInOrder.delete(frame.guildId);
-    });
   });
 
   await new Promise<void>((resolve, reject) => {
