@@ -12,6 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import type { DaveEvent } from '../emulators/discord/index.ts';
 import { createWorld, type World } from '../test/e2e/harness.ts';
 
@@ -57,6 +58,8 @@ interface Breakdown {
   gateWait: number;
   /** The members' MLS operations during the handshake, summed (worker threads). */
   membersMls: number;
+  /** How long the main thread (Herald, the emulators' gateways, the TTS emulator) was busy during the handshake. */
+  mainBusy: number;
 }
 
 const firstFrameAt = (world: World): number =>
@@ -77,7 +80,14 @@ async function coldRun(world: World, i: number): Promise<{ start: number; first:
   return { start, first };
 }
 
-function breakdown(events: readonly DaveEvent[], bot: string, start: number, first: number, gate: number) {
+function breakdown(
+  events: readonly DaveEvent[],
+  bot: string,
+  start: number,
+  first: number,
+  gate: number,
+  mainBusy: number,
+) {
   const after = (kind: DaveEvent['kind'], from: number, o: { user?: string; notUser?: string } = {}) =>
     events.find(
       (e) =>
@@ -111,6 +121,7 @@ function breakdown(events: readonly DaveEvent[], bot: string, start: number, fir
     play: first - execute,
     gateWait: gate,
     membersMls,
+    mainBusy,
   };
   return b;
 }
@@ -128,11 +139,25 @@ function gateWaitSince(world: World, from: number): number {
   return Number.NaN;
 }
 
-const recorder = { events: [] as DaveEvent[] };
+const recorder = {
+  events: [] as DaveEvent[],
+  elu: undefined as EventLoopUtilization | undefined,
+  busyMs: Number.NaN,
+};
 const loadAtStart = loadavg().map((n) => Math.round(n * 100) / 100);
 const dave = await createWorld({
   tts: { speed: 8 },
-  discord: { onDaveEvent: (event) => recorder.events.push(event) },
+  discord: {
+    onDaveEvent: (event) => {
+      recorder.events.push(event);
+      // The main thread's busy time over the handshake: from the bot's op 4 to its op 22.
+      if (event.kind === 'session') recorder.elu = performance.eventLoopUtilization();
+      if (event.kind === 'execute' && recorder.elu) {
+        recorder.busyMs = performance.eventLoopUtilization(recorder.elu).active;
+        recorder.elu = undefined;
+      }
+    },
+  },
 });
 const declinedEvents: DaveEvent[] = [];
 const declined = await createWorld({
@@ -154,11 +179,14 @@ try {
   for (let i = 0; i < RUNS; i++) {
     // Alternate, so that both modes see the same machine load.
     recorder.events.length = 0;
+    recorder.busyMs = Number.NaN;
     const logFrom = dave.logs.length;
     const run = await coldRun(dave, i);
     cold.push(run.first - run.start);
     if (dave.discord.voice(dave.guild).frames.find((f) => !f.silence)?.e2ee) firstFramesE2ee += 1;
-    steps.push(breakdown(recorder.events, bot, run.start, run.first, gateWaitSince(dave, logFrom)));
+    steps.push(
+      breakdown(recorder.events, bot, run.start, run.first, gateWaitSince(dave, logFrom), recorder.busyMs),
+    );
     await settle();
 
     declinedEvents.length = 0;
@@ -220,6 +248,7 @@ const rows: [keyof Breakdown, string][] = [
   ['play', 'op 22 → first packet (gate opens, player’s first 20 ms tick)'],
   ['gateWait', 'Herald’s wait at its E2EE gate (from its log)'],
   ['membersMls', 'members’ MLS work during the handshake (worker threads)'],
+  ['mainBusy', 'main thread busy during the handshake (Herald + emulators)'],
 ];
 for (const [key, label] of rows) console.log(`    ${label.padEnd(62)} ${medianOf(key).toFixed(1)} ms`);
 const declinedMedian = (key: 'join' | 'play'): number =>
