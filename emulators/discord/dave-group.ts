@@ -11,13 +11,7 @@ import {
   parseCommitWelcome,
   vector,
 } from './dave-mls.ts';
-
-/** A DAVE client as the gateway sees it: the bot over its websocket, or an in-process listener. */
-export interface DaveClient {
-  readonly userId: string;
-  sendJson(op: number, d: unknown): void;
-  sendBinary(op: number, payload: Buffer): void;
-}
+import { DAVE_OP, type DaveClient, type DaveEvent } from './dave-protocol.ts';
 
 /** Deliberate DAVE misbehaviour for one group (each one-shot). */
 export interface DaveGroupFaults {
@@ -47,31 +41,20 @@ export interface DaveGroup {
   readonly epoch: bigint;
   /** The users holding the group now. */
   members(): string[];
-  /** Commits accepted and ignored, key packages rejected, op 31s received, for tests. */
-  readonly stats: { accepted: number; ignored: number; rejectedKeyPackages: number; invalidations: number };
+  /** Commits accepted and ignored, key packages rejected, op 31s received, sole-member resets, for tests. */
+  readonly stats: {
+    accepted: number;
+    ignored: number;
+    rejectedKeyPackages: number;
+    invalidations: number;
+    soleMemberResets: number;
+  };
   /** True when a group is established, no change is under way and every client holds a leaf. */
   settled(): boolean;
   readonly faults: DaveGroupFaults;
   /** Forgets everything; sends nothing. */
   close(): void;
 }
-
-/** DAVE opcodes on the voice gateway (https://daveprotocol.com). */
-export const DAVE_OP = {
-  clientsConnect: 11,
-  clientDisconnect: 13,
-  prepareTransition: 21,
-  executeTransition: 22,
-  readyForTransition: 23,
-  prepareEpoch: 24,
-  externalSender: 25,
-  keyPackage: 26,
-  proposals: 27,
-  commitWelcome: 28,
-  announceCommit: 29,
-  welcome: 30,
-  invalidCommitWelcome: 31,
-} as const;
 
 const PROTOCOL_VERSION = 1;
 
@@ -96,7 +79,7 @@ const debug = (line: string): void => {
 };
 
 /** Creates the group of the media session in `channelId`. */
-export function createDaveGroup(channelId: string): DaveGroup {
+export function createDaveGroup(channelId: string, onEvent?: (event: DaveEvent) => void): DaveGroup {
   const sender: ExternalSender = createExternalSender();
   const clients = new Map<string, ClientState>();
   /** leaves[i]: the user holding leaf i, or undefined for a blank leaf. */
@@ -106,8 +89,10 @@ export function createDaveGroup(channelId: string): DaveGroup {
   let nextTransitionId = 1;
   let closed = false;
   const rejectKeyPackage = new Set<string>();
-  const stats = { accepted: 0, ignored: 0, rejectedKeyPackages: 0, invalidations: 0 };
+  const stats = { accepted: 0, ignored: 0, rejectedKeyPackages: 0, invalidations: 0, soleMemberResets: 0 };
 
+  const trace = (kind: DaveEvent['kind'], userId?: string): void =>
+    onEvent?.({ at: performance.now(), channelId, kind, ...(userId === undefined ? {} : { userId }) });
   const established = (): boolean => epoch > 0n;
   const holders = (): string[] => leaves.filter((u): u is string => u !== undefined);
   /** Leaves whose user left or re-initialised (its client no longer holds that leaf). */
@@ -183,12 +168,15 @@ export function createDaveGroup(channelId: string): DaveGroup {
       // u8 operation 0 (append) ‖ proposals<V>
       recipient.client.sendBinary(DAVE_OP.proposals, Buffer.concat([Buffer.from([0]), vector(body)]));
     }
+    trace('proposals');
   };
 
   const soleMemberReset = (last: ClientState | undefined): void => {
     debug(`sole member reset of ${last?.client.userId.slice(-4)}`);
+    trace('reset', last?.client.userId);
     forget();
     if (!last) return;
+    stats.soleMemberResets += 1;
     last.keyPackage = undefined;
     // The last member re-initialises (and sends a new key package); the next joiner starts a group afresh.
     last.client.sendJson(DAVE_OP.prepareEpoch, { protocol_version: PROTOCOL_VERSION, epoch: 1 });
@@ -255,6 +243,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
         s.client.sendBinary(DAVE_OP.welcome, Buffer.concat([tid, parsed.welcome]));
       }
     }
+    trace('commit', userId);
   };
 
   const maybeExecute = (): void => {
@@ -263,6 +252,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
     for (const userId of transition.participants) {
       clients.get(userId)?.client.sendJson(DAVE_OP.executeTransition, { transition_id: transition.id });
     }
+    trace('execute');
     change = undefined;
     reconcile();
   };
@@ -332,6 +322,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
       if (!state || closed) return;
       debug(`op ${op} from ${userId.slice(-4)} (${payload.length} bytes)`);
       if (op === DAVE_OP.keyPackage) {
+        trace('key-package', userId);
         if (rejectKeyPackage.delete(userId)) {
           stats.rejectedKeyPackages += 1;
           return;
@@ -350,6 +341,7 @@ export function createDaveGroup(channelId: string): DaveGroup {
       if (op === DAVE_OP.readyForTransition) {
         const transition = change?.transition;
         if (transition && transition.id === Number(d.transition_id)) {
+          trace('ready', userId);
           transition.waiting.delete(userId);
           maybeExecute();
         }

@@ -5,8 +5,9 @@
  * mid-stream.
  */
 import Davey from '@snazzah/davey';
-import { createDaveGroup, type DaveClient, type DaveGroup } from './dave-group.ts';
-import { createDaveListener, type DaveListener, type DecryptResult } from './dave-listener.ts';
+import { createDaveGroup, type DaveGroup } from './dave-group.ts';
+import { createDaveListeners, type DaveListener, type DecryptResult } from './dave-listener.ts';
+import type { DaveClient, DaveEvent } from './dave-protocol.ts';
 
 /** What the members in the channel made of one frame the bot sent. */
 export interface FrameHearing {
@@ -35,19 +36,28 @@ export interface DaveMedia {
   stop(guildId: string): void;
   /** Who (besides the bot) sits in voice channel `channelId` now. */
   setOccupants(channelId: string, userIds: readonly string[]): void;
+  /**
+   * A member's Discord client drops out of its channel's call (`online` false: its connection to the voice
+   * server broke) or comes back, while its voice state stays in the channel, as on Discord during a reconnect.
+   */
+  setClientOnline(userId: string, online: boolean): void;
   /** The voice channel the bot sits in, in `guildId` (null: none). */
   setBotChannel(guildId: string, channelId: string | null): void;
   onBinary(guildId: string, op: number, payload: Buffer): void;
   onJson(guildId: string, op: number, d: Record<string, unknown>): void;
-  /** Hands a frame (transport-decrypted) to the members present; without DAVE they hear it as it is. */
-  hear(guildId: string, payload: Buffer): FrameHearing;
+  /**
+   * Hands a frame (transport-decrypted) to the members present now; without DAVE they hear it as it is. Their
+   * clients decrypt in worker threads, in order with the MLS messages sent to them; a guild's hearings resolve
+   * in the order its frames arrived.
+   */
+  hear(guildId: string, payload: Buffer): Promise<FrameHearing>;
   /** The group the bot's voice session in `guildId` belongs to, if DAVE runs there. */
   group(guildId: string): DaveGroup | undefined;
   /** The listener of `userId` in that group, if any. */
   listener(guildId: string, userId: string): DaveListener | undefined;
   /** Injects DAVE faults into the guild's session (a rejected key package waits for the next session). */
   faults(guildId: string): DaveFaultTarget;
-  close(): void;
+  close(): Promise<void>;
 }
 
 /** One voice channel's call: its members are in the MLS group whether or not the bot is there, as on Discord. */
@@ -60,19 +70,42 @@ interface Call {
 const MAGIC_MARKER = 0xfafa;
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 
-/** Creates the DAVE layer for the bot `botUserId`; with `enabled` false, only occupancy is tracked. */
-export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia {
+/**
+ * Creates the DAVE layer for the bot `botUserId`; with `enabled` false, only occupancy is tracked. `onEvent` is
+ * told of each step of every group's DAVE flow, members' MLS operations included. The members' clients run in
+ * `listenerThreads` worker threads: on Discord each member is its own machine, so two members commit in parallel.
+ */
+export function createDaveMedia(
+  botUserId: string,
+  enabled: boolean,
+  onEvent?: (event: DaveEvent) => void,
+  listenerThreads = 2,
+): DaveMedia {
+  const clients = createDaveListeners(botUserId, {
+    threads: listenerThreads,
+    onMlsStep: (s) =>
+      onEvent?.({
+        at: s.startedAt + s.ms,
+        channelId: s.channelId,
+        kind: 'mls',
+        userId: s.userId,
+        step: s.step,
+        ms: s.ms,
+      }),
+  });
   const calls = new Map<string, Call>();
   const occupants = new Map<string, Set<string>>();
   const botChannel = new Map<string, string>();
   /** Guild → the channel whose group holds the bot's DAVE client. */
   const botCall = new Map<string, string>();
   const rejectOnStart = new Set<string>();
+  /** Members whose client is out of the call though their voice state is in the channel. */
+  const offline = new Set<string>();
 
   const callOf = (channelId: string): Call => {
     let call = calls.get(channelId);
     if (!call) {
-      call = { channelId, group: createDaveGroup(channelId), listeners: new Map() };
+      call = { channelId, group: createDaveGroup(channelId, onEvent), listeners: new Map() };
       calls.set(channelId, call);
     }
     return call;
@@ -88,7 +121,7 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
 
   const sync = (channelId: string): void => {
     if (!enabled) return;
-    const wanted = occupants.get(channelId) ?? new Set<string>();
+    const wanted = new Set([...(occupants.get(channelId) ?? [])].filter((id) => !offline.has(id)));
     const existing = calls.get(channelId);
     if (!existing && wanted.size === 0) return;
     const call = callOf(channelId);
@@ -100,7 +133,7 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
     }
     for (const userId of wanted) {
       if (call.listeners.has(userId)) continue;
-      const listener = createDaveListener(userId, channelId, botUserId, {
+      const listener = clients.create(userId, channelId, {
         onBinary: (from, op, payload) => call.group.onBinary(from, op, payload),
         onJson: (from, op, d) => call.group.onJson(from, op, d),
       });
@@ -129,6 +162,29 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
     return group;
   };
 
+  /** What the members present now make of a frame. */
+  const hearNow = async (guildId: string, payload: Buffer): Promise<FrameHearing> => {
+    const call = current(guildId);
+    const e2ee = payload.length >= 2 && payload.readUInt16BE(payload.length - 2) === MAGIC_MARKER;
+    if (!call) {
+      // No DAVE on this session: every member's client plays the frame as it arrives.
+      const listeners = new Map<string, DecryptResult>();
+      const channelId = botChannel.get(guildId);
+      for (const userId of (channelId && occupants.get(channelId)) || []) {
+        listeners.set(userId, { ok: true, opus: payload });
+      }
+      return { e2ee, dave: false, listeners };
+    }
+    const present = [...call.listeners.values()];
+    // Discord clients pass the silence frame through, as the library does.
+    const listeners: Map<string, DecryptResult> = payload.equals(SILENCE)
+      ? new Map(present.map((l) => [l.userId, { ok: true, opus: payload }]))
+      : await clients.decrypt(present, payload);
+    return { e2ee, dave: true, listeners };
+  };
+  /** Per guild: the last hearing handed out, which the next one resolves after. */
+  const inOrder = new Map<string, Promise<void>>();
+
   return {
     start: (guildId, channelId, bot) => {
       stop(guildId);
@@ -142,6 +198,11 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
       occupants.set(channelId, new Set(userIds.filter((id) => id !== botUserId)));
       sync(channelId);
     },
+    setClientOnline: (userId, online) => {
+      if (online) offline.delete(userId);
+      else offline.add(userId);
+      for (const [channelId, users] of occupants) if (users.has(userId)) sync(channelId);
+    },
     setBotChannel: (guildId, channelId) => {
       if (channelId) botChannel.set(guildId, channelId);
       else botChannel.delete(guildId);
@@ -149,25 +210,15 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
     onBinary: (guildId, op, payload) => current(guildId)?.group.onBinary(botUserId, op, payload),
     onJson: (guildId, op, d) => current(guildId)?.group.onJson(botUserId, op, d),
     hear: (guildId, payload) => {
-      const call = current(guildId);
-      const e2ee = payload.length >= 2 && payload.readUInt16BE(payload.length - 2) === MAGIC_MARKER;
-      const listeners = new Map<string, DecryptResult>();
-      if (!call) {
-        // No DAVE on this session: every member's client plays the frame as it arrives.
-        const channelId = botChannel.get(guildId);
-        for (const userId of (channelId && occupants.get(channelId)) || []) {
-          listeners.set(userId, { ok: true, opus: payload });
-        }
-        return { e2ee, dave: false, listeners };
-      }
-      for (const [userId, listener] of call.listeners) {
-        // Discord clients pass the silence frame through, as the library does.
-        listeners.set(
-          userId,
-          payload.equals(SILENCE) ? { ok: true, opus: payload } : listener.decrypt(payload),
-        );
-      }
-      return { e2ee, dave: true, listeners };
+      const heard = hearNow(guildId, payload);
+      // Each hearing resolves after the guild's previous one, so callers see frames in arrival order.
+      const next = Promise.all([heard, inOrder.get(guildId)]).then(([hearing]) => hearing);
+      const tail = next.then(() => {});
+      inOrder.set(guildId, tail);
+      void tail.then(() => {
+        if (inOrder.get(guildId) === tail) inOrder.delete(guildId);
+      });
+      return next;
     },
     group: (guildId) => current(guildId)?.group,
     listener: (guildId, userId) => current(guildId)?.listeners.get(userId),
@@ -189,13 +240,14 @@ export function createDaveMedia(botUserId: string, enabled: boolean): DaveMedia 
         else rejectOnStart.add(guildId);
       },
     }),
-    close: () => {
+    close: async () => {
       for (const call of calls.values()) {
         for (const listener of call.listeners.values()) listener.close();
         call.group.close();
       }
       calls.clear();
       botCall.clear();
+      await clients.close();
     },
   };
 }

@@ -32,6 +32,7 @@ import { createVoiceServer } from './voice.ts';
 
 export type { Heard, Hearing, VoiceCapture } from './capture.ts';
 export { describeHearing, hear, hearingOf, intervalStats } from './capture.ts';
+export type { DaveEvent } from './dave-protocol.ts';
 export { type IdentifyRecord, type SessionView as GatewaySession, shardOf } from './gateway.ts';
 export type { RestCall } from './rest.ts';
 export type {
@@ -82,9 +83,10 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   const interactionResponseMs = state.interactionResponseMs;
 
   const daveOffered = o.dave ?? true;
-  const dave = createDaveMedia(botUser.id, daveOffered);
+  const dave = createDaveMedia(botUser.id, daveOffered, o.onDaveEvent, o.daveListenerThreads);
   const voice = await createVoiceServer({
     dave,
+    ...(o.onDaveEvent ? { onEvent: o.onDaveEvent } : {}),
     daveOffered: () => daveOffered,
     cert: certificate.cert,
     key: certificate.key,
@@ -349,6 +351,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         // Op 7 makes the bot drop its connection; the refused upgrades keep it from coming back.
         if (on) gateway.reconnect();
       },
+      dropMemberVoiceClient: (member, on) => dave.setClientOnline(member.id, !on),
       dave: {
         proposeUnknownUser: (guild) => dave.faults(guild.id).proposeUnknownUser(),
         malformedCommit: (guild) => dave.faults(guild.id).malformedCommit(),
@@ -369,8 +372,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       listeners.clear();
       for (const sink of captures.values()) sink.dispose();
       gateway.close();
-      dave.close();
-      await Promise.all([server.close(), voice.close()]);
+      await Promise.all([server.close(), voice.close(), dave.close()]);
     },
   };
   return emulator;

@@ -2,6 +2,7 @@
 
 import type { VoiceCapture } from './capture.ts';
 import type { DaveGroup } from './dave-group.ts';
+import type { DaveEvent } from './dave-protocol.ts';
 import type { IdentifyRecord, SessionView } from './gateway.ts';
 import type { RestCall } from './rest.ts';
 
@@ -123,6 +124,13 @@ export interface DiscordEmulatorOptions {
   maxConcurrency?: number;
   /** Most guilds one gateway session may carry before IDENTIFY is closed with 4011 (sharding required); 2500. */
   maxGuildsPerShard?: number;
+  /**
+   * Worker threads the members' DAVE clients run in, off the bot's event loop (default 2: on Discord each member
+   * is its own machine, and two members' commits are computed at the same time).
+   */
+  daveListenerThreads?: number;
+  /** Told of every step of the DAVE flows (and each voice session description), with times: for benchmarks. */
+  onDaveEvent?: (event: DaveEvent) => void;
 }
 
 /** Application flags the emulator knows: the Message Content intent (1 << 19; 1 << 18 is its limited form). */
@@ -158,6 +166,12 @@ export interface Faults {
   delayVoiceHandshake(ms: number): void;
   /** While on, the gateway is down: the bot is told to reconnect and every new gateway connection is refused. */
   refuseGateway(on: boolean): void;
+  /**
+   * While on, `member`'s Discord client is out of its voice channel's call (its connection to the voice server
+   * broke; op 13 to the others, its DAVE client leaves the group) though its voice state stays in the channel;
+   * off, it reconnects (op 11, a new DAVE client), as a Discord client does after a network change.
+   */
+  dropMemberVoiceClient(member: Member, on: boolean): void;
   readonly dave: DaveFaults;
 }
 
@@ -246,11 +260,11 @@ export interface DiscordEmulator {
   ):
     | { readonly epoch: bigint; members(): string[]; settled(): boolean; readonly stats: DaveStats }
     | undefined;
-  /** A member's DAVE listener in the bot's voice session: its epoch and when it was last welcomed. */
+  /** A member's DAVE listener in the bot's voice session: its epoch, when it was last welcomed, joined a group. */
   daveListener(
     guild: Guild,
     member: Member,
-  ): { epoch(): bigint; welcomedAt(): number | undefined } | undefined;
+  ): { epoch(): bigint; welcomedAt(): number | undefined; joinedGroupAt(): number | undefined } | undefined;
   /** Calls `listener` after every change the emulator makes or sees (not voice frames); returns the unsubscribe. */
   subscribe(listener: () => void): () => void;
   close(): Promise<void>;

@@ -3,6 +3,7 @@ import dgram from 'node:dgram';
 import https from 'node:https';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { DaveMedia } from './dave-media.ts';
+import type { DaveEvent } from './dave-protocol.ts';
 import { randomToken } from './model.ts';
 import { decryptRtp } from './rtp.ts';
 
@@ -47,6 +48,8 @@ export interface VoiceServerOptions {
   /** The DAVE layer; DAVE is offered to clients announcing version 1 while `daveOffered()` is true. */
   readonly dave: DaveMedia;
   readonly daveOffered: () => boolean;
+  /** Told when a session description (op 4) is sent, as a `session` event. */
+  readonly onEvent?: (event: DaveEvent) => void;
 }
 
 /** The emulated voice server: voice gateway v8 over TLS plus the UDP media socket. */
@@ -231,6 +234,13 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
             dave_protocol_version: daveVersion,
           },
         });
+        options.onEvent?.({
+          at: performance.now(),
+          channelId: allocation.channelId,
+          kind: 'session',
+          userId: allocation.userId,
+          step: daveVersion === 1 ? 'dave' : 'declined',
+        });
         // After op 4: the client handles DAVE's binary messages only once it is Ready.
         if (daveVersion === 1) {
           options.dave.start(allocation.guildId, allocation.channelId, {
@@ -309,22 +319,32 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       rejected.count += 1;
       return;
     }
-    const hearing = options.dave.hear(frame.guildId, frame.payload);
-    const heard = [...hearing.listeners.values()].find((r) => r.ok);
-    options.events.onFrame(frame.guildId, {
-      ...frame.frame,
-      opus: heard?.ok ? heard.opus : frame.payload,
-      payload: frame.payload,
-      e2ee: hearing.e2ee,
-      dave: hearing.dave,
-      listeners: new Map(
-        [...hearing.listeners].map(([userId, r]) => [
-          userId,
-          r.ok ? { ok: true } : { ok: false, error: r.error },
-        ]),
-      ),
-      silence: frame.payload.equals(SILENCE),
-    });
+    // Members decrypt off this thread; a guild's hearings resolve in the order its frames arrived.
+    options.dave
+      .hear(frame.guildId, frame.payload)
+      .then((heard) => {
+        const first = [...heard.listeners.values()].find((r) => r.ok);
+        options.events.onFrame(frame.guildId, {
+          ...frame.frame,
+          opus: first?.ok ? first.opus : frame.payload,
+          payload: frame.payload,
+          e2ee: heard.e2ee,
+          dave: heard.dave,
+          listeners: new Map(
+            [...heard.listeners].map(([userId, r]) => [
+              userId,
+              r.ok ? { ok: true } : { ok: false, error: r.error },
+            ]),
+          ),
+          silence: frame.payload.equals(SILENCE),
+        });
+      })
+      .catch((error: unknown) => {
+        // A capture listener that throws fails as it would in the socket's own handler.
+        setImmediate(() => {
+          throw error;
+        });
+      });
   });
 
   await new Promise<void>((resolve, reject) => {

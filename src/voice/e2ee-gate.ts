@@ -35,13 +35,21 @@ export interface E2eeGateOptions {
    * speech beyond this. Default 500 ms.
    */
   readonly transitionGraceMs?: number;
+  /**
+   * Who besides Herald is in the voice channel (user ids). Once Herald's own group is ready, the first frame
+   * also waits until each of them holds the group (a member who joined a moment ago is still being added), for
+   * at most `memberGraceMs`: a member who never joins the group does not silence everyone else.
+   */
+  readonly membersPresent?: () => readonly string[];
+  /** The longest wait for members still joining the group, after Herald's group is ready. Default 1500 ms. */
+  readonly memberGraceMs?: number;
   readonly signal?: AbortSignal;
 }
 
 /** What Herald reads of @discordjs/voice's DAVESession wrapper (its `pendingTransitions` is private in the typings). */
 export interface DaveState {
   readonly protocolVersion: number;
-  readonly session?: { readonly ready: boolean } | undefined;
+  readonly session?: { readonly ready: boolean; getUserIds?(): string[] } | undefined;
   readonly lastTransitionId?: number | undefined;
   readonly pendingTransitions?: ReadonlyMap<number, number>;
   recoverFromInvalidTransition(transitionId: number): void;
@@ -73,8 +81,19 @@ export function awaitE2eeReady(connection: VoiceConnection, o: E2eeGateOptions):
   const startedAt = Date.now();
   const rekeyAfterMs = o.rekeyAfterMs ?? o.timeoutMs / 2;
   const transitionGraceMs = o.transitionGraceMs ?? 500;
+  const memberGraceMs = o.memberGraceMs ?? 1_500;
   let rekeyed = false;
   let sessionReadySince: number | undefined;
+  let groupReadySince: number | undefined;
+
+  /** Ready once every member present holds the group too, or once they had `memberGraceMs` to join it. */
+  const whenMembersHold = (dave: DaveState): E2eeGate | undefined => {
+    const present = o.membersPresent?.() ?? [];
+    const holding = new Set(dave.session?.getUserIds?.() ?? present);
+    if (present.every((id) => holding.has(id))) return { kind: 'ready' };
+    groupReadySince ??= Date.now();
+    return Date.now() - groupReadySince >= memberGraceMs ? { kind: 'ready' } : undefined;
+  };
 
   const check = (): E2eeGate | undefined => {
     if (o.signal?.aborted) return { kind: 'aborted' };
@@ -82,10 +101,10 @@ export function awaitE2eeReady(connection: VoiceConnection, o: E2eeGateOptions):
     if (dave === 'no-dave') return { kind: 'not-needed', reason: 'no-dave' };
     const elapsed = Date.now() - startedAt;
     if (dave === 'waiting') return elapsed >= o.timeoutMs ? { kind: 'timed-out' } : undefined;
-    if (e2eeReady(dave)) return { kind: 'ready' };
+    if (e2eeReady(dave)) return whenMembersHold(dave);
     if (dave.session?.ready) {
       sessionReadySince ??= Date.now();
-      if (Date.now() - sessionReadySince >= transitionGraceMs) return { kind: 'ready' };
+      if (Date.now() - sessionReadySince >= transitionGraceMs) return whenMembersHold(dave);
     } else sessionReadySince = undefined;
     if (!o.othersPresent()) return { kind: 'not-needed', reason: 'alone' };
     if (elapsed >= o.timeoutMs) return { kind: 'timed-out' };

@@ -170,6 +170,10 @@ export class VoiceManager {
         channel.guild.voiceStates.cache.some(
           (state) => state.channelId === session.channelId && state.id !== channel.client.user.id,
         ),
+      membersPresent: (): string[] =>
+        channel.guild.voiceStates.cache
+          .filter((state) => state.channelId === session.channelId && state.id !== channel.client.user.id)
+          .map((state) => state.id),
       onChange: () => this.#snapshotSoon(guildId, session),
     });
     this.#sessions.set(guildId, { session, announce });

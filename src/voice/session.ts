@@ -64,6 +64,8 @@ export interface GuildSessionOptions {
   readonly maxRejoins?: number;
   /** Whether anyone besides Herald sits in its voice channel: then no frame may leave without DAVE's E2EE. */
   readonly othersPresent?: () => boolean;
+  /** Who besides Herald sits in its voice channel: the first frame waits (briefly) until they hold the DAVE group. */
+  readonly membersPresent?: () => readonly string[];
   /** Told after any change to what is still to be heard (see {@link GuildSession.unheard}). */
   readonly onChange?: () => void;
   /** Paces this session's joins with every other server's under the gateway rate; none: joins are sent at once. */
@@ -148,10 +150,16 @@ export class GuildSession {
       },
       // With DAVE negotiated and a member listening, the first frame must leave end-to-end encrypted.
       beforePlay: async (utterance) => {
+        const startedAt = performance.now();
         const e2ee = await awaitE2eeReady(this.connection, {
           othersPresent: () => options.othersPresent?.() ?? false,
+          ...(options.membersPresent ? { membersPresent: options.membersPresent } : {}),
           timeoutMs: E2EE_READY_TIMEOUT_MS,
           signal: utterance.abort.signal,
+        });
+        this.#logger.debug('e2ee gate', {
+          outcome: e2ee.kind === 'not-needed' ? e2ee.reason : e2ee.kind,
+          waitedMs: Math.round((performance.now() - startedAt) * 10) / 10,
         });
         if (e2ee.kind === 'timed-out') {
           throw new UserFacingError(

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type {
+  CapturedFrame,
   Channel,
   DiscordEmulator,
   Guild,
@@ -18,6 +19,27 @@ async function until(what: string, check: () => boolean, timeoutMs = 10_000): Pr
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/**
+ * Which of the burst's non-silence frames `member`'s listener decrypted, as runs: `0–49 absent, 50
+ * NoValidCryptorFound, 51–149 decrypted` (absent: its client was not in the call when the frame arrived).
+ */
+function framesHeardBy(frames: readonly CapturedFrame[], member: Member): string {
+  const outcome = (f: CapturedFrame): string => {
+    const r = f.listeners.get(member.id);
+    return r === undefined ? 'absent' : r.ok ? 'decrypted' : r.error;
+  };
+  const runs: { from: number; to: number; what: string }[] = [];
+  frames
+    .filter((f) => !f.silence)
+    .forEach((f, i) => {
+      const what = outcome(f);
+      const last = runs.at(-1);
+      if (last?.what === what) last.to = i;
+      else runs.push({ from: i, to: i, what });
+    });
+  return runs.map((r) => `${r.from === r.to ? r.from : `${r.from}–${r.to}`} ${r.what}`).join(', ');
 }
 
 /** Every member present heard every frame of the burst, end-to-end encrypted. */
@@ -82,8 +104,11 @@ describe('DAVE with members in the channel', () => {
     const afterWelcome = capture.frames.filter((f) => !f.silence && f.receivedAt >= welcomedAt);
     const missed = afterWelcome.filter((f) => !f.listeners.get(newcomer.id)?.ok).length;
     console.log(
-      `mid-utterance join: ${afterWelcome.length} frames after the newcomer's welcome, it missed ${missed}`,
+      `mid-utterance join: ${afterWelcome.length} frames after the newcomer's welcome, it missed ${missed}; ` +
+        `its frames: ${framesHeardBy(capture.frames, newcomer)}`,
     );
+    // The commit lands mid-stream: not one frame leaves without E2EE.
+    expect(heard.hearing.plainUnderDave).toBe(0);
     expectAllDecrypted(heard, [admin, member]);
     expect(afterWelcome.length).toBeGreaterThan(10);
     expect(missed).toBeLessThanOrEqual(2);
@@ -123,6 +148,75 @@ describe('DAVE with members in the channel', () => {
     await discord.slash(member, 'speak', { text: 'Back again.' });
     expectAllDecrypted(await capture.untilSilent({ quietMs: 300 }), [member]);
     guild.joinVoice(admin, lounge);
+  });
+});
+
+describe('DAVE sole-member reset: Herald stays in the call while every member client leaves it', () => {
+  let world: World;
+  beforeAll(async () => {
+    world = await createWorld();
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  it('every member leaves the call, one comes back, /speak: every frame E2EE and decrypted by it', async () => {
+    const { discord, guild, member, admin } = world;
+    const capture = discord.voice(guild);
+    await discord.slash(member, 'speak', { text: 'Before the call empties.' });
+    expectAllDecrypted(await capture.untilSilent({ quietMs: 300 }), [admin, member]);
+    const identified = discord.voiceHandshakes.identified;
+    const resets = discord.daveGroup(guild)?.stats.soleMemberResets ?? 0;
+    // Ada leaves; Bob's client drops out of the call while his voice state stays, so Herald stays too and is
+    // left the only member of the MLS group: Discord resets it (op 24 epoch 1, op 21 transition 0).
+    guild.leaveVoice(admin);
+    discord.faults.dropMemberVoiceClient(member, true);
+    await until(
+      'the sole-member reset',
+      () => (discord.daveGroup(guild)?.stats.soleMemberResets ?? 0) > resets,
+    );
+    expect(discord.daveGroup(guild)?.members()).toEqual([]);
+    // Bob's client comes back and /speak follows at once: Herald builds a new group with him before playing.
+    discord.faults.dropMemberVoiceClient(member, false);
+    capture.clear();
+    await discord.slash(member, 'speak', { text: 'Back in the call.' });
+    const heard = await capture.untilSilent({ quietMs: 300 });
+    expectAllDecrypted(heard, [member]);
+    expect(heard.hearing.plainUnderDave).toBe(0);
+    expect(discord.daveGroup(guild)?.members().sort()).toEqual([discord.botUserId, member.id].sort());
+    // The same voice session throughout: Herald never left.
+    expect(discord.voiceHandshakes.identified).toBe(identified);
+  });
+
+  it('the call empties and a member returns mid-utterance: no frame without E2EE, the returner hears the rest', async () => {
+    const { discord, guild, member } = world;
+    const capture = discord.voice(guild);
+    capture.clear();
+    await discord.slash(member, 'speak', {
+      text: 'A longer sentence, so that the call can empty and fill again while it plays.',
+    });
+    await capture.untilFrames(10);
+    const resets = discord.daveGroup(guild)?.stats.soleMemberResets ?? 0;
+    discord.faults.dropMemberVoiceClient(member, true);
+    await until(
+      'the sole-member reset',
+      () => (discord.daveGroup(guild)?.stats.soleMemberResets ?? 0) > resets,
+    );
+    discord.faults.dropMemberVoiceClient(member, false);
+    const heard = await capture.untilSilent({ quietMs: 1000 });
+    // The group re-forms with either client committing: the returner is welcomed, or commits it itself.
+    const joinedAt = discord.daveListener(guild, member)?.joinedGroupAt() ?? Number.POSITIVE_INFINITY;
+    const afterWelcome = capture.frames.filter((f) => !f.silence && f.receivedAt >= joinedAt);
+    const missed = afterWelcome.filter((f) => !f.listeners.get(member.id)?.ok).length;
+    console.log(
+      `sole-member reset mid-utterance: frames sent ${heard.hearing.sent}, without E2EE ${heard.hearing.plainUnderDave}; ` +
+        `the returner's frames: ${framesHeardBy(capture.frames, member)}`,
+    );
+    // While Herald was alone in the group its library would send plain frames: Herald paused instead.
+    expect(heard.hearing.plainUnderDave).toBe(0);
+    expect(heard.hearing.e2ee).toBe(heard.hearing.sent);
+    expect(afterWelcome.length).toBeGreaterThan(10);
+    expect(missed).toBeLessThanOrEqual(2);
   });
 });
 

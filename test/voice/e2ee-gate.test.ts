@@ -11,7 +11,7 @@ import { awaitE2eeReady, guardE2ee } from '../../src/voice/e2ee-gate.ts';
 
 interface FakeDave {
   protocolVersion: number;
-  session: { ready: boolean } | undefined;
+  session: { ready: boolean; getUserIds?: () => string[] } | undefined;
   lastTransitionId: number | undefined;
   pendingTransitions: Map<number, number>;
   recoverFromInvalidTransition: ReturnType<typeof vi.fn>;
@@ -105,6 +105,34 @@ describe('awaitE2eeReady', () => {
       outcome = o.kind;
     });
     await vi.advanceTimersByTimeAsync(400);
+    expect(outcome).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(200);
+    expect(outcome).toBe('ready');
+  });
+
+  it('waits for a member who just joined the channel to hold the group, then plays', async () => {
+    const group = ['herald', 'ada'];
+    const fake = fakeConnection({ dave: { session: { ready: true, getUserIds: () => group } } });
+    let outcome: string | undefined;
+    void awaitE2eeReady(fake.connection, { ...others, membersPresent: () => ['ada', 'cy'] }).then((o) => {
+      outcome = o.kind;
+    });
+    await vi.advanceTimersByTimeAsync(200);
+    expect(outcome).toBeUndefined();
+    // Cy's Add is committed and its transition executed.
+    group.push('cy');
+    fake.transition(4);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(outcome).toBe('ready');
+  });
+
+  it('does not wait beyond the grace period for a member who never joins the group', async () => {
+    const fake = fakeConnection({ dave: { session: { ready: true, getUserIds: () => ['herald'] } } });
+    let outcome: string | undefined;
+    void awaitE2eeReady(fake.connection, { ...others, membersPresent: () => ['cy'] }).then((o) => {
+      outcome = o.kind;
+    });
+    await vi.advanceTimersByTimeAsync(1_400);
     expect(outcome).toBeUndefined();
     await vi.advanceTimersByTimeAsync(200);
     expect(outcome).toBe('ready');
