@@ -162,6 +162,9 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     get rejectedVoicePackets() {
       return voice.rejected.count;
     },
+    get lostVoicePackets() {
+      return voice.lost.count;
+    },
     createGuild,
     untilReady: () => gateway.untilReady(),
     untilSessionRestored: (w) => {
@@ -331,6 +334,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         flags.refuseVoiceJoin = on;
       },
       delayVoiceHandshake: (ms) => voice.delayHandshake(ms),
+      loseVoicePackets: (guild, share) => voice.loseUdp(guild.id, share),
       refuseGateway: (on) => {
         refuseGateway = on;
         // Op 7 makes the bot drop its connection; the refused upgrades keep it from coming back.
