@@ -7,7 +7,12 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/e2e/**', 'test/sandbox/page.test.ts', 'test/sandbox/server.test.ts'],
+          exclude: [
+            'test/e2e/**',
+            'test/soak/**',
+            'test/sandbox/page.test.ts',
+            'test/sandbox/server.test.ts',
+          ],
           testTimeout: 20_000,
           // A throwaway PostgreSQL cluster for the storage and budget tests (skipped, saying why, without one).
           globalSetup: ['test/support/postgres-setup.ts'],
@@ -23,6 +28,14 @@ export default defineConfig({
           // End-to-end files each start a bot, two emulators and real sockets; on two cores running them
           // one at a time keeps audio pacing honest.
           fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Three minutes of `npm run soak` (Herald as its own process): beside the file-serial e2e project.
+          name: 'soak',
+          include: ['test/soak/**/*.test.ts'],
+          testTimeout: 330_000,
         },
       },
     ],

@@ -194,7 +194,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       join: 0.04,
       leave: 0.03,
       move: 0.25,
-      fault: 1 / 8,
+      fault: 1 / 5,
     } as const;
 
     while (Date.now() < end) {
