@@ -1,5 +1,5 @@
 /**
- * `npm run soak -- --minutes 60 [--seed N] [--servers 50]`: drives Herald for that long under random traffic and
+ * `npm run soak -- --minutes 60 [--seed N] [--servers 50] [--fault-every SECONDS]`: drives Herald for that long under random traffic and
  * faults from both emulators, prints a summary, writes bench/results/soak-<date>-<commit>-<seed>.json and exits 1
  * when an invariant was violated. The seed is printed first: `--seed` replays the same choices.
  */
@@ -17,13 +17,20 @@ const option = (name: string): string | undefined => {
 };
 const minutes = Number(option('minutes') ?? 60);
 const servers = Number(option('servers') ?? 50);
+const faultEverySeconds = Number(option('fault-every') ?? 5);
 const seed = Number(option('seed') ?? Math.floor(Math.random() * 2 ** 31));
 if (!(minutes > 0) || !(servers > 0) || !Number.isInteger(seed)) {
-  console.error('usage: npm run soak -- --minutes 60 [--seed N] [--servers 50]');
+  console.error('usage: npm run soak -- --minutes 60 [--seed N] [--servers 50] [--fault-every 5]');
   process.exit(2);
 }
 console.log(`soak: seed ${seed} (replay with --seed ${seed}), ${servers} servers, ${minutes} min`);
-const result = await runSoak({ minutes, servers, seed, progress: (line) => console.log(`soak: ${line}`) });
+const result = await runSoak({
+  minutes,
+  servers,
+  seed,
+  faultEverySeconds,
+  progress: (line) => console.log(`soak: ${line}`),
+});
 console.log(formatSummary(result));
 const dir = join(import.meta.dirname, '..', 'bench', 'results');
 mkdirSync(dir, { recursive: true });

@@ -30,6 +30,8 @@ export interface SoakOptions {
   readonly silentMs?: number;
   /** Silence with an unheard `/speak`, faults or not, that is an incident (default 60 s). */
   readonly stuckMs?: number;
+  /** Mean seconds between two faults at 50 servers (scaled with the number of servers); default 5. */
+  readonly faultEverySeconds?: number;
   /** Extra environment for Herald. */
   readonly heraldEnv?: Record<string, string>;
   readonly progress?: (line: string) => void;
@@ -194,7 +196,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       join: 0.04,
       leave: 0.03,
       move: 0.25,
-      fault: 1 / 5,
+      fault: 1 / (options.faultEverySeconds ?? 5),
     } as const;
 
     while (Date.now() < end) {
