@@ -12,16 +12,20 @@
  * - The bot's guild-level permissions are exactly what `setBotPermissions` (or the default) says: @everyone's
  *   are not added for the bot, so a test can take a permission away guild-wide.
  * - One shard; one gateway session at a time; no rate limits.
+ * - A bot without Speak in its voice channel is muted as Discord mutes it: its frames reach no listener.
+ * - MESSAGE_DELETE carries only ids and MESSAGE_UPDATE the whole edited message, as Discord sends them, so a bot
+ *   sees deletions and edits of messages it no longer caches only with the Message partial.
  * - DAVE v1 is offered by default, as Discord requires it; `dave: false` declines it. Members are DAVE clients
  *   in this process (davey sessions); `DAVE_DEBUG=1` logs the gateway's DAVE messages.
  * - A slash command that was never registered is still delivered (with a made-up id), so tests need not register.
  */
+import { PermissionFlagsBits } from 'discord.js';
 import { createDaveMedia } from './dave-media.ts';
 import { createGateway } from './gateway.ts';
 import { createGuilds, type Guilds } from './guilds.ts';
 import { createInteractions } from './interactions.ts';
 import { createMessages } from './messages.ts';
-import { INTENTS, memberPayload, randomToken, snowflake, userPayload } from './model.ts';
+import { channelPermissions, INTENTS, memberPayload, randomToken, snowflake, userPayload } from './model.ts';
 import { createRestServer } from './rest.ts';
 import { createRoutes } from './routes.ts';
 import { type Context, createState, type MessageRecord } from './state.ts';
@@ -79,6 +83,12 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   } = state;
   const interactionResponseMs = state.interactionResponseMs;
 
+  const botMaySpeak = (guildId: string): boolean => {
+    const guild = state.guilds.get(guildId);
+    const channel = guild?.channels.get(guild.voice.get(botUser.id) ?? '');
+    if (!guild || !channel) return true;
+    return (channelPermissions(guild, state.botMember(guild), channel) & PermissionFlagsBits.Speak) !== 0n;
+  };
   const daveOffered = o.dave ?? true;
   const dave = createDaveMedia(botUser.id, daveOffered);
   const voice = await createVoiceServer({
@@ -88,7 +98,10 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     key: certificate.key,
     heartbeatIntervalMs: o.voiceHeartbeatMs ?? 13_750,
     events: {
-      onFrame: (guildId, frame) => captureOf(guildId).push(frame),
+      // Without Speak in its channel the bot is muted by Discord: nobody hears its frames.
+      onFrame: (guildId, frame) => {
+        if (botMaySpeak(guildId)) captureOf(guildId).push(frame);
+      },
       onSpeaking: (guildId, speaking) => captureOf(guildId).speaking(speaking),
       onConnectedChange: (guildId, connected) => captureOf(guildId).setConnected(connected),
     },
@@ -303,6 +316,39 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       gateway.dispatch(
         'MESSAGE_DELETE',
         { id: message.id, channel_id: message.channelId, ...(guildId ? { guild_id: guildId } : {}) },
+        INTENTS.guildMessages,
+      );
+    },
+    editMessage: (message, content) => {
+      const record = messages.get(message.id);
+      if (!record || record.deleted || !record.author) {
+        throw new Error(`discord emulator: message ${message.id} is not a member's message`);
+      }
+      record.content = content;
+      record.editedTimestamp = new Date().toISOString();
+      const readable = (gateway.intents() & INTENTS.messageContent) !== 0;
+      gateway.dispatch(
+        'MESSAGE_UPDATE',
+        {
+          id: record.id,
+          channel_id: record.channelId,
+          guild_id: record.guildId,
+          author: userPayload(record.author),
+          member: memberPayload(record.author, false),
+          content: readable ? content : '',
+          timestamp: record.timestamp,
+          edited_timestamp: record.editedTimestamp,
+          tts: false,
+          mention_everyone: false,
+          mentions: [],
+          mention_roles: [],
+          attachments: [],
+          embeds: [],
+          components: [],
+          pinned: false,
+          type: 0,
+          flags: record.flags,
+        },
         INTENTS.guildMessages,
       );
     },

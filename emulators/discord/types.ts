@@ -217,8 +217,10 @@ export interface DiscordEmulator {
       mentions?: Member[];
     },
   ): SentMessage;
-  /** MESSAGE_DELETE for a message. */
+  /** MESSAGE_DELETE for a message: only its ids, as Discord sends it. */
   deleteMessage(message: SentMessage): void;
+  /** The author edits a member's message: MESSAGE_UPDATE with the whole edited message, as Discord sends it. */
+  editMessage(message: SentMessage, content: string): void;
   /** Messages the bot posted in `channel` through REST, in order (latest content). */
   channelMessages(channel: Channel): SentMessage[];
   /** Resolves with the next message the bot posts in `channel` (matching `match`). @throws on timeout (10 s). */

@@ -85,6 +85,8 @@ const END_MESSAGES: Readonly<Record<SessionEnd, ((channel: string) => string) | 
   alone: (channel) => `Left ${channel}: nobody is listening any more.`,
   kicked: (channel) => `I was disconnected from ${channel}; the queue is cleared.`,
   'channel-deleted': () => 'My voice channel was deleted; the queue is cleared.',
+  'lost-speak': (channel) =>
+    `I may no longer speak in ${channel} (the Speak permission was taken away), so I left and cleared the queue. Give it back, then use /join.`,
   removed: undefined,
   'connection-failed': (channel) =>
     `I could not connect to ${channel}. Discord did not complete the voice connection; try /join again in a moment.`,
@@ -200,6 +202,19 @@ export class VoiceManager {
   /** A deleted voice channel ends its session. */
   onChannelDelete(channelId: string, guildId: string): void {
     if (this.get(guildId)?.channelId === channelId) this.leave(guildId, 'channel-deleted');
+  }
+
+  /**
+   * Permissions changed in a server (a role, an overwrite, Herald's roles): a session whose channel no longer lets
+   * Herald speak ends, since Discord would mute every frame while the queue is still paid for. Connect alone is not
+   * checked: Discord keeps a member that lost it connected, and a later rejoin says what is missing.
+   */
+  onPermissionsChange(guild: Guild): void {
+    const session = this.get(guild.id);
+    const channel = guild.channels.cache.get(session?.channelId ?? '');
+    const me = guild.members.me;
+    if (!session || !channel?.isVoiceBased() || !me) return;
+    if (!channel.permissionsFor(me).has(PermissionFlagsBits.Speak)) session.end('lost-speak');
   }
 
   /** Removal from a server ends its session. */

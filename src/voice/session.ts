@@ -207,6 +207,11 @@ export class GuildSession {
     return this.#queue.withdraw(key);
   }
 
+  /** Puts an edited request in place of the waiting one with its key, unless its synthesis has begun. */
+  replace(request: SpeechRequest): boolean {
+    return this.#queue.replace(request);
+  }
+
   /** Clears the queue and stops the current utterance; returns how many were dropped. */
   stop(): number {
     return this.#queue.stop('stop');

@@ -88,6 +88,11 @@ function fakeSession(channelId: string | null = VOICE) {
       if (index !== -1) queue.splice(index, 1);
       return index !== -1;
     },
+    replace(request: SpeechRequest) {
+      const index = queue.findIndex((queued) => queued.key === request.key);
+      if (index !== -1) queue[index] = request;
+      return index !== -1;
+    },
   };
 }
 
