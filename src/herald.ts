@@ -299,7 +299,16 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   );
   client.on(
     Events.MessageDelete,
-    contained(logger, 'message delete', (message) => message.guildId, reader.onMessageDelete),
+    contained(
+      logger,
+      'message delete',
+      (message) => message.guildId,
+      (message) => {
+        reader.onMessageDelete(message);
+        // Not in voice there yet (a restart restoring its queue): remembered, so the restored queue skips it.
+        if (message.guildId && !voice.get(message.guildId)) voice.withdraw(message.guildId, message.id);
+      },
+    ),
   );
   client.on(
     Events.MessageUpdate,

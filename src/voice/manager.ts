@@ -94,9 +94,16 @@ const END_MESSAGES: Readonly<Record<SessionEnd, ((channel: string) => string) | 
     `I lost the voice connection to ${channel} and could not get it back, so I left. Use /join to try again.`,
 };
 
+/** How long a withdrawal for a server Herald is not in voice in is remembered (a restart restores within it). */
+const WITHDRAWN_MEMORY_MS = 10 * 60_000;
+/** At most this many such withdrawals are remembered, the oldest forgotten first. */
+const WITHDRAWN_MEMORY_SIZE = 1_000;
+
 /** One {@link GuildSession} per server; joins, leaves, and follows the voice events that end sessions. */
 export class VoiceManager {
   readonly #sessions = new Map<string, { session: GuildSession; announce: SendableChannels | undefined }>();
+  /** `guild:key` → until when: withdrawals that arrived while Herald was not in voice in that server. */
+  readonly #withdrawnAway = new Map<string, number>();
   readonly #options: VoiceManagerOptions;
   readonly #pacing: SynthesisPacing;
   readonly #pendingSnapshots = new Set<string>();
@@ -170,6 +177,11 @@ export class VoiceManager {
           (state) => state.channelId === session.channelId && state.id !== channel.client.user.id,
         ),
       onChange: () => this.#snapshotSoon(guildId, session),
+      withdrawn: (key) => {
+        const until = this.#withdrawnAway.get(`${guildId}:${key}`);
+        this.#withdrawnAway.delete(`${guildId}:${key}`);
+        return until !== undefined && until > Date.now();
+      },
     });
     this.#sessions.set(guildId, { session, announce });
     this.#snapshotSoon(guildId, session);
@@ -197,6 +209,21 @@ export class VoiceManager {
     if (oldState.channelId === session.channelId || newState.channelId === session.channelId) {
       this.#leaveIfAlone(newState.guild);
     }
+  }
+
+  /**
+   * Withdraws the utterance with `key` (a deleted message) in a server. When Herald is not in voice there (a
+   * restart is still restoring its queue), the withdrawal is remembered for a while, so a session started or
+   * restored later does not say it.
+   */
+  withdraw(guildId: string, key: string): boolean {
+    const session = this.get(guildId);
+    if (session) return session.withdraw(key);
+    this.#withdrawnAway.set(`${guildId}:${key}`, Date.now() + WITHDRAWN_MEMORY_MS);
+    if (this.#withdrawnAway.size > WITHDRAWN_MEMORY_SIZE) {
+      this.#withdrawnAway.delete(this.#withdrawnAway.keys().next().value ?? '');
+    }
+    return false;
   }
 
   /** A deleted voice channel ends its session. */

@@ -69,6 +69,23 @@ describe('messages Herald no longer caches', () => {
     expect(ledger(w).every((row) => row.wasted === null)).toBe(true);
   });
 
+  it('a queued message deleted after a restart (nothing cached yet): not said when Herald finishes its queue', async () => {
+    const w = await open({ tts: { speed: 1 } });
+    await readAloud(w);
+    w.discord.sendMessage(w.member, w.text, LONG);
+    w.discord.sendMessage(w.member, w.text, 'said after the restart');
+    const doomed = w.discord.sendMessage(w.member, w.text, 'deleted while Herald was away');
+    w.discord.sendMessage(w.member, w.text, 'the last one');
+    await w.discord.voice(w.guild).untilFrames(5);
+    // Deleted the moment Herald is back, before it has restored its queue: still not said.
+    await w.restart();
+    w.discord.deleteMessage(doomed);
+    await vi.waitFor(() => expect(spoken(w).some((text) => text.includes('the last one'))).toBe(true), {
+      timeout: 20_000,
+    });
+    expect(spoken(w).some((text) => text.includes('while Herald was away'))).toBe(false);
+  });
+
   it('a queued message edited before it is read: the edited text is read, in its place, paid once', async () => {
     const w = await open({ tts: { speed: 1 } });
     await readAloud(w);
