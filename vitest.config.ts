@@ -7,7 +7,12 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/e2e/**', 'test/sandbox/page.test.ts', 'test/sandbox/server.test.ts'],
+          exclude: [
+            'test/e2e/**',
+            'test/soak/**',
+            'test/sandbox/page.test.ts',
+            'test/sandbox/server.test.ts',
+          ],
           testTimeout: 20_000,
           // A throwaway PostgreSQL cluster for the storage and budget tests (skipped, saying why, without one).
           globalSetup: ['test/support/postgres-setup.ts'],
@@ -25,6 +30,14 @@ export default defineConfig({
           fileParallelism: false,
           // The shard tests run Herald's processes on one PostgreSQL, as several machines would.
           globalSetup: ['test/support/postgres-setup.ts'],
+        },
+      },
+      {
+        test: {
+          // Three minutes of `npm run soak` (Herald as its own process): beside the file-serial e2e project.
+          name: 'soak',
+          include: ['test/soak/**/*.test.ts'],
+          testTimeout: 330_000,
         },
       },
     ],

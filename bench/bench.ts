@@ -4,9 +4,8 @@
  * voice packets the emulated Discord receives, the TTS emulator's charges and Herald's CPU and memory as the
  * kernel reports them (/proc). `bench/main.ts` is the command; the smoke test runs it at tiny scale.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -22,6 +21,7 @@ import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
 import { DEFAULT_UTTERANCE_PAUSE_MS } from '../src/config.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { runBaseline } from './baseline.ts';
+import { type HeraldProcess, startHeraldProcess } from './herald-process.ts';
 
 /** What to run; {@link QUICK} and {@link FULL} are the two presets. */
 export interface BenchOptions {
@@ -136,7 +136,6 @@ export interface BenchResult {
 }
 
 const ROOT = join(import.meta.dirname, '..');
-const INDEX = join(ROOT, 'src', 'index.ts');
 /** 40 ms of audio per character in the TTS emulator (its default). */
 const MS_PER_CHAR = 40;
 const LATE_MS = 40;
@@ -146,14 +145,6 @@ interface Server {
   readonly text: Channel;
   readonly voice: Channel;
   readonly member: Member;
-}
-
-interface HeraldProcess {
-  readonly child: ChildProcess;
-  readonly output: () => string;
-  cpuMs(): number;
-  rssMb(): number;
-  stop(): Promise<void>;
 }
 
 /** Runs every figure once and returns them; never throws for a bad figure, only for a broken world. */
@@ -174,7 +165,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   writeFileSync(caPath, (await trustedTestCertificate()).cert);
   let herald: HeraldProcess | undefined;
   try {
-    herald = await startHeraldProcess(
+    herald = startHeraldProcess(
       {
         ...heraldEnv(discord, tts, join(dataDir, 'herald.sqlite')),
         LOG_LEVEL: 'warn',
@@ -263,47 +254,6 @@ function addServer(discord: DiscordEmulator, i: number): Server {
   const member = guild.addMember({ name: `Member ${i}` });
   guild.joinVoice(member, voice);
   return { guild, text, voice, member };
-}
-
-async function startHeraldProcess(
-  env: Record<string, string>,
-  flags: readonly string[],
-  cwd: string,
-): Promise<HeraldProcess> {
-  const child = spawn(process.execPath, [...flags, INDEX], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    // Keep the tail only: a long run at warn level is still small, but never unbounded.
-    output = (output + chunk.toString()).slice(-200_000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  const exited = once(child, 'exit');
-  const pid = child.pid;
-  if (pid === undefined) throw new Error('could not start Herald');
-  const ticks = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-  return {
-    child,
-    output: () => output,
-    cpuMs() {
-      // /proc/<pid>/stat: utime and stime are fields 14 and 15, after the parenthesised command name.
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-      return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks;
-    },
-    rssMb() {
-      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      return Number(match?.[1] ?? 0) / 1024;
-    },
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      await Promise.race([exited, sleep(12_000).then(() => child.kill('SIGKILL'))]);
-    },
-  };
 }
 
 async function measureLatency(discord: DiscordEmulator, tts: TtsEmulator, server: Server, runs: number) {

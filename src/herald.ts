@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { generateDependencyReport } from '@discordjs/voice';
-import { Client, Events, GatewayIntentBits } from 'discord.js';
+import { Client, type Guild as DiscordGuild, Events, GatewayIntentBits, Partials } from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
 import { createVoiceAutoJoin } from './autoread/auto-join.ts';
@@ -94,6 +94,9 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       GatewayIntentBits.GuildMessages,
       GatewayIntentBits.MessageContent,
     ],
+    // Deletions and edits of messages discord.js no longer caches (a busy channel, a restart) still arrive, as
+    // partials carrying only ids: a message queued for reading must be withdrawn or re-read all the same.
+    partials: [Partials.Message],
     allowedMentions: NO_MENTIONS,
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
     // Explicit, so that discord.js never picks SHARD_COUNT up from the environment on its own.
@@ -298,13 +301,48 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       },
     ),
   );
+  // Herald's permissions change with its roles, a role's permissions, or a channel's overwrites.
+  const onPermissions = contained(
+    logger,
+    'permissions change',
+    (guild: DiscordGuild) => guild.id,
+    (guild: DiscordGuild) => voice.onPermissionsChange(guild),
+  );
+  client.on(Events.GuildRoleUpdate, (_old, role) => onPermissions(role.guild));
+  client.on(Events.ChannelUpdate, (_old, channel) => {
+    if (!channel.isDMBased()) onPermissions(channel.guild);
+  });
+  client.on(Events.GuildMemberUpdate, (_old, member) => {
+    if (member.id === client.user?.id) onPermissions(member.guild);
+  });
   client.on(
     Events.MessageCreate,
     contained(logger, 'message', (message) => message.guildId, reader.onMessageCreate),
   );
   client.on(
     Events.MessageDelete,
-    contained(logger, 'message delete', (message) => message.guildId, reader.onMessageDelete),
+    contained(
+      logger,
+      'message delete',
+      (message) => message.guildId,
+      (message) => {
+        reader.onMessageDelete(message);
+        // Not in voice there yet (a restart restoring its queue): remembered, so the restored queue skips it.
+        if (message.guildId && !voice.get(message.guildId)) voice.withdraw(message.guildId, message.id);
+      },
+    ),
+  );
+  client.on(
+    Events.MessageUpdate,
+    contained(
+      logger,
+      'message update',
+      (_old, message) => message.guildId,
+      async (_old, message) => {
+        // Discord sends an edit's whole message; a partial one (no content known) changes nothing to say.
+        if (!message.partial) await reader.onMessageUpdate(message);
+      },
+    ),
   );
   client.on(
     Events.MessageBulkDelete,

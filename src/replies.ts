@@ -5,6 +5,7 @@ import {
   MessageFlags,
   type RepliableInteraction,
 } from 'discord.js';
+import { AudioFormatError } from './audio/errors.ts';
 import { formatUsd } from './budget/index.ts';
 import { UserFacingError } from './errors.ts';
 import type { Logger } from './log.ts';
@@ -48,6 +49,13 @@ export function describeFailure(error: unknown, logger: Logger): string {
       case 'TTS_ABORTED':
         return 'That message was cancelled.';
     }
+  }
+  // Audio Herald cannot play is the service's doing (a stream cut short, a broken file), not a fault of Herald's.
+  if (error instanceof AudioFormatError) {
+    logger.warn('the TTS service sent audio Herald cannot play', { err: error });
+    return error.code === 'ERR_TRUNCATED'
+      ? 'The speech service’s audio stopped short, so the rest of this message could not be played.'
+      : 'The speech service sent audio I could not play.';
   }
   const id = randomBytes(4).toString('hex');
   logger.error('unexpected error', { errorId: id, err: error });

@@ -13,16 +13,20 @@
  *   are not added for the bot, so a test can take a permission away guild-wide.
  * - Shards as Discord shards (one session per shard id, each with only its guilds' events), but no identify rate
  *   limit (`session_start_limit` only counts down) and no other rate limits.
+ * - A bot without Speak in its voice channel is muted as Discord mutes it: its frames reach no listener.
+ * - MESSAGE_DELETE carries only ids and MESSAGE_UPDATE the whole edited message, as Discord sends them, so a bot
+ *   sees deletions and edits of messages it no longer caches only with the Message partial.
  * - DAVE v1 is offered by default, as Discord requires it; `dave: false` declines it. Members are DAVE clients
- *   in this process (davey sessions); `DAVE_DEBUG=1` logs the gateway's DAVE messages.
+ *   (davey sessions) in worker threads; `DAVE_DEBUG=1` logs the gateway's DAVE messages.
  * - A slash command that was never registered is still delivered (with a made-up id), so tests need not register.
  */
+import { PermissionFlagsBits } from 'discord.js';
 import { createDaveMedia } from './dave-media.ts';
 import { createGateway } from './gateway.ts';
 import { createGuilds, type Guilds } from './guilds.ts';
 import { createInteractions } from './interactions.ts';
 import { createMessages } from './messages.ts';
-import { INTENTS, memberPayload, randomToken, snowflake, userPayload } from './model.ts';
+import { channelPermissions, INTENTS, memberPayload, randomToken, snowflake, userPayload } from './model.ts';
 import { createRestServer } from './rest.ts';
 import { createRoutes } from './routes.ts';
 import { type Context, createState, type MessageRecord } from './state.ts';
@@ -82,6 +86,12 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
   } = state;
   const interactionResponseMs = state.interactionResponseMs;
 
+  const botMaySpeak = (guildId: string): boolean => {
+    const guild = state.guilds.get(guildId);
+    const channel = guild?.channels.get(guild.voice.get(botUser.id) ?? '');
+    if (!guild || !channel) return true;
+    return (channelPermissions(guild, state.botMember(guild), channel) & PermissionFlagsBits.Speak) !== 0n;
+  };
   const daveOffered = o.dave ?? true;
   const dave = createDaveMedia(botUser.id, daveOffered, o.onDaveEvent, o.daveListenerThreads);
   const voice = await createVoiceServer({
@@ -92,7 +102,10 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     key: certificate.key,
     heartbeatIntervalMs: o.voiceHeartbeatMs ?? 13_750,
     events: {
-      onFrame: (guildId, frame) => captureOf(guildId).push(frame),
+      // Without Speak in its channel the bot is muted by Discord: nobody hears its frames.
+      onFrame: (guildId, frame) => {
+        if (botMaySpeak(guildId)) captureOf(guildId).push(frame);
+      },
       onSpeaking: (guildId, speaking) => captureOf(guildId).speaking(speaking),
       onConnectedChange: (guildId, connected) => captureOf(guildId).setConnected(connected),
     },
@@ -175,6 +188,9 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     voiceRequests,
     get rejectedVoicePackets() {
       return voice.rejected.count;
+    },
+    get lostVoicePackets() {
+      return voice.lost.count;
     },
     createGuild,
     untilReady: () => gateway.untilReady(),
@@ -318,6 +334,39 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         INTENTS.guildMessages,
       );
     },
+    editMessage: (message, content) => {
+      const record = messages.get(message.id);
+      if (!record || record.deleted || !record.author) {
+        throw new Error(`discord emulator: message ${message.id} is not a member's message`);
+      }
+      record.content = content;
+      record.editedTimestamp = new Date().toISOString();
+      const readable = (gateway.intents() & INTENTS.messageContent) !== 0;
+      gateway.dispatch(
+        'MESSAGE_UPDATE',
+        {
+          id: record.id,
+          channel_id: record.channelId,
+          guild_id: record.guildId,
+          author: userPayload(record.author),
+          member: memberPayload(record.author, false),
+          content: readable ? content : '',
+          timestamp: record.timestamp,
+          edited_timestamp: record.editedTimestamp,
+          tts: false,
+          mention_everyone: false,
+          mentions: [],
+          mention_roles: [],
+          attachments: [],
+          embeds: [],
+          components: [],
+          pinned: false,
+          type: 0,
+          flags: record.flags,
+        },
+        INTENTS.guildMessages,
+      );
+    },
     channelMessages: (channel) =>
       (posted.get(channel.id) ?? []).flatMap((id) => {
         const message = messages.get(id);
@@ -346,6 +395,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
         flags.refuseVoiceJoin = on;
       },
       delayVoiceHandshake: (ms) => voice.delayHandshake(ms),
+      loseVoicePackets: (guild, share) => voice.loseUdp(guild.id, share),
       refuseGateway: (on) => {
         refuseGateway = on;
         // Op 7 makes the bot drop its connection; the refused upgrades keep it from coming back.

@@ -164,6 +164,8 @@ export interface Faults {
   refuseVoiceJoin(on: boolean): void;
   /** Holds the voice READY back by `ms` on every voice handshake (0 turns it off). */
   delayVoiceHandshake(ms: number): void;
+  /** Loses this share (0–1) of the audio packets the bot sends in `guild` (UDP loss; 0 turns it off). */
+  loseVoicePackets(guild: Guild, share: number): void;
   /** While on, the gateway is down: the bot is told to reconnect and every new gateway connection is refused. */
   refuseGateway(on: boolean): void;
   /**
@@ -238,8 +240,10 @@ export interface DiscordEmulator {
       mentions?: Member[];
     },
   ): SentMessage;
-  /** MESSAGE_DELETE for a message. */
+  /** MESSAGE_DELETE for a message: only its ids, as Discord sends it. */
   deleteMessage(message: SentMessage): void;
+  /** The author edits a member's message: MESSAGE_UPDATE with the whole edited message, as Discord sends it. */
+  editMessage(message: SentMessage, content: string): void;
   /** Messages the bot posted in `channel` through REST, in order (latest content). */
   channelMessages(channel: Channel): SentMessage[];
   /** Resolves with the next message the bot posts in `channel` (matching `match`). @throws on timeout (10 s). */
@@ -251,6 +255,8 @@ export interface DiscordEmulator {
   voice(guild: Guild): VoiceCapture;
   /** Voice packets that failed to decrypt or matched no session. */
   readonly rejectedVoicePackets: number;
+  /** Voice packets lost on purpose by {@link Faults.loseVoicePackets}. */
+  readonly lostVoicePackets: number;
   /** Voice handshakes accepted so far: IDENTIFY (a fresh voice session) and RESUME. */
   readonly voiceHandshakes: { readonly identified: number; readonly resumed: number };
   readonly faults: Faults;

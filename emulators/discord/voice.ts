@@ -66,6 +66,10 @@ export interface VoiceServer {
   dropHeartbeats(on: boolean): void;
   /** Holds READY (the answer to IDENTIFY) back by `ms` on every voice handshake (0: no delay). */
   delayHandshake(ms: number): void;
+  /** Loses this share (0–1) of the guild's incoming audio packets, as a lossy network would (0: none). */
+  loseUdp(guildId: string, share: number): void;
+  /** Packets lost on purpose by {@link loseUdp} so far. */
+  readonly lost: { count: number };
   /** Packets that failed to decrypt or matched no session (should stay 0). */
   readonly rejected: { count: number };
   /** Voice IDENTIFYs (fresh sessions) and RESUMEs accepted so far. */
@@ -109,6 +113,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const allocations = new Map<string, Allocation>();
   const bySsrc = new Map<number, Allocation>();
   const rejected = { count: 0 };
+  const lost = { count: 0 };
+  const losses = new Map<string, number>();
   const handshakes = { identified: 0, resumed: 0 };
   const timers = new Set<NodeJS.Timeout>();
   let dropHeartbeats = false;
@@ -319,6 +325,11 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       rejected.count += 1;
       return;
     }
+    const loss = losses.get(frame.guildId) ?? 0;
+    if (loss > 0 && Math.random() < loss) {
+      lost.count += 1;
+      return;
+    }
     // Members decrypt off this thread; a guild's hearings resolve in the order its frames arrived.
     options.dave
       .hear(frame.guildId, frame.payload)
@@ -401,6 +412,11 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       handshakeDelayMs = ms;
     },
     rejected,
+    lost,
+    loseUdp: (guildId, share) => {
+      if (share > 0) losses.set(guildId, Math.min(1, share));
+      else losses.delete(guildId);
+    },
     handshakes,
     close: async () => {
       for (const timer of timers) clearTimeout(timer);

@@ -157,6 +157,8 @@ export type Fault =
   | { kind: 'stall'; afterBytes: number; ms: number }
   /** Destroy the socket after `afterBytes` of body. */
   | { kind: 'reset'; afterBytes: number }
+  /** End the response cleanly after `afterBytes` of body: a 200 whose audio stops short (charged in full). */
+  | { kind: 'truncate'; afterBytes: number }
   /** A success with the wrong content type. */
   | { kind: 'content-type'; contentType: string }
   /**
@@ -182,6 +184,8 @@ export interface RecordedRequest {
   requestId: string;
   /** Date.now() when the request arrived. */
   receivedAt: number;
+  /** The kinds of the injected faults this request took (empty for an ordinary one). */
+  faults: Fault['kind'][];
 }
 
 /** A running emulator. */
@@ -328,6 +332,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       chargedUsd: 0,
       requestId,
       receivedAt,
+      faults: [],
     };
     requests.push(record);
 
@@ -338,6 +343,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
           ? 'speakers'
           : null;
     const active = takeFaults(route);
+    record.faults = active.map((fault) => fault.kind);
     const find = <K extends Fault['kind']>(kind: K): Extract<Fault, { kind: K }> | undefined =>
       active.find((f): f is Extract<Fault, { kind: K }> => f.kind === kind);
 
@@ -402,7 +408,15 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       head(200, { 'Content-Type': contentType?.contentType ?? 'application/json' });
       res.flushHeaders();
       const body = [{ atMs: 0, data: Buffer.from(payload, 'utf8') }];
-      await streamChunks(res, body, Number.POSITIVE_INFINITY, find('stall'), find('reset'), signal);
+      await streamChunks(
+        res,
+        body,
+        Number.POSITIVE_INFINITY,
+        find('stall'),
+        find('reset'),
+        signal,
+        find('truncate'),
+      );
       return;
     }
 
@@ -433,7 +447,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       'X-Balance-USD': String(fromMicros(balanceMicros)),
     });
     res.flushHeaders();
-    await streamChunks(res, chunks, settings.speed, find('stall'), find('reset'), signal);
+    await streamChunks(res, chunks, settings.speed, find('stall'), find('reset'), signal, find('truncate'));
   };
 
   const server = createServer((req, res) => {
@@ -687,6 +701,7 @@ async function streamChunks(
   stall: Extract<Fault, { kind: 'stall' }> | undefined,
   reset: Extract<Fault, { kind: 'reset' }> | undefined,
   signal: AbortSignal,
+  truncate?: Extract<Fault, { kind: 'truncate' }>,
 ): Promise<void> {
   let start = Date.now();
   let sent = 0;
@@ -711,6 +726,11 @@ async function streamChunks(
     if (reset && sent + data.length >= reset.afterBytes) {
       await write(res, data.subarray(0, Math.max(0, reset.afterBytes - sent)), signal);
       res.socket?.destroy();
+      return;
+    }
+    if (truncate && sent + data.length >= truncate.afterBytes) {
+      await write(res, data.subarray(0, Math.max(0, truncate.afterBytes - sent)), signal);
+      if (!signal.aborted) res.end();
       return;
     }
     await write(res, data, signal);

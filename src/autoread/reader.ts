@@ -59,6 +59,8 @@ export interface LiveSession {
   readonly channelId: string | null;
   enqueue(request: SpeechRequest): EnqueueOutcome;
   withdraw(key: string): boolean;
+  /** Puts an edited request in place of the waiting one with its key; false when none waits or it is paid for. */
+  replace(request: SpeechRequest): boolean;
 }
 
 /** Options of {@link createAutoReader}. */
@@ -91,6 +93,9 @@ export interface AutoReaderOptions {
   readonly notify?: (channelId: string, error: unknown) => void;
 }
 
+/** Queued messages whose author-name choice is remembered for an edit. */
+const REMEMBERED_MESSAGES = 2_000;
+
 /** Quiet time between two failure notices in one server, so a run of failures is one message, not a flood. */
 export const FAILURE_NOTICE_INTERVAL_MS = 5 * 60_000;
 
@@ -100,6 +105,11 @@ export interface AutoReader {
   onMessageCreate(message: IncomingMessage): Promise<void>;
   /** Handles MessageDelete: a message not yet spoken is dropped from the queue (or never queued). */
   onMessageDelete(message: DeletedMessage): void;
+  /**
+   * Handles MessageUpdate: a queued message edited before its synthesis began is read as edited (in its place in
+   * line), or withdrawn when the edit makes it one not to read; once paid for, it is said as it was. Never rejects.
+   */
+  onMessageUpdate(message: IncomingMessage): Promise<void>;
 }
 
 /** Makes the auto-reader. Messages of one server are queued in the order they arrived, whatever each one awaits. */
@@ -114,6 +124,7 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
   // Messages being handled, so a deletion that arrives before the message is queued still wins.
   const inFlight = new Map<string, { deleted: boolean }>();
   const lastNotice = new Map<string, number>();
+  const announced = new Map<string, boolean>();
 
   function onFailure(guildId: string, channelId: string, error: unknown, log: Logger): void {
     log.warn('auto-read could not speak a message', { err: error });
@@ -128,7 +139,7 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
     options.notify(channelId, error);
   }
 
-  async function handle(arrived: Arrived, ticket: { deleted: boolean }): Promise<void> {
+  async function handle(arrived: Arrived, ticket: { deleted: boolean }, edit: boolean): Promise<void> {
     const { guildId, facts, message } = arrived;
     const members = options.members;
     const [settings, optedOut, blocked] = await Promise.all([
@@ -137,17 +148,25 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       members?.blocked(guildId, facts.authorId) ?? false,
     ]);
     let session = voice.get(guildId);
-    // Auto-join: decided as if Herald were already in the author's voice channel.
+    // Auto-join: decided as if Herald were already in the author's voice channel (never for an edit).
     const joinTo =
-      session === undefined && settings.autoJoin && options.join ? facts.authorVoiceChannelId : null;
+      session === undefined && settings.autoJoin && options.join && !edit ? facts.authorVoiceChannelId : null;
     const decision = decide(facts, settings, {
       heraldVoiceChannelId: session?.channelId ?? joinTo,
       optedOut,
       blocked,
     });
     const log = logger.child({ guild: guildId, channel: facts.channelId, message: arrived.id });
+    // An edit that makes a waiting message one not to read takes it out of the queue, as a deletion does.
+    const ignore = (reason: string): void => {
+      const withdrawn = edit && voice.get(guildId)?.withdraw(arrived.id) === true;
+      log.debug(edit ? 'auto-read withdrew an edited message' : 'auto-read ignored a message', {
+        reason,
+        ...(edit ? { withdrawn } : {}),
+      });
+    };
     if (decision.kind === 'ignore') {
-      log.debug('auto-read ignored a message', { reason: decision.reason });
+      ignore(decision.reason);
       return;
     }
 
@@ -158,9 +177,11 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
     ]);
     const name = spokenName ?? arrived.authorName;
     const at = now();
-    const announce =
-      settings.announceAuthor &&
-      needsAuthorPrefix(lastRead.get(guildId), authorId, at, settings.authorWindowSeconds * 1000);
+    // An edit keeps what its first reading decided about the author's name.
+    const announce = edit
+      ? announced.get(arrived.id) === true
+      : settings.announceAuthor &&
+        needsAuthorPrefix(lastRead.get(guildId), authorId, at, settings.authorWindowSeconds * 1000);
     const text = normaliseMessage(arrived.toSpeak, {
       // Names are looked up now rather than at arrival: the caches only ever get fresher.
       userName: (id) =>
@@ -175,7 +196,7 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       ...(announce ? { authorPrefix: name } : {}),
     });
     if (text === '') {
-      log.debug('auto-read ignored a message', { reason: 'empty' });
+      ignore('empty');
       return;
     }
 
@@ -199,13 +220,24 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       log.debug('auto-read dropped a message before queueing', { deleted: ticket.deleted });
       return;
     }
-    const queued = live.enqueue({
+    const request: SpeechRequest = {
       text,
       speaker,
       requestedBy: { id: authorId, name },
       key: arrived.id,
       onFailure: (error) => onFailure(guildId, facts.channelId, error, log),
-    });
+    };
+    if (edit) {
+      const replaced = live.replace(request);
+      log.debug(
+        replaced ? 'auto-read will read the edited text' : 'auto-read kept a message as it was paid for',
+        {
+          replaced,
+        },
+      );
+      return;
+    }
+    const queued = live.enqueue(request);
     if (queued.kind === 'queue-full') {
       const whose = queued.scope === 'member' ? 'this member has' : 'this server has';
       onFailure(
@@ -217,6 +249,14 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       return;
     }
     lastRead.set(guildId, { authorId, at });
+    remember(arrived.id, announce);
+  }
+
+  /** Whether each recently queued message was announced with its author's name, so an edit says the same. */
+  function remember(id: string, announce: boolean): void {
+    announced.set(id, announce);
+    // Bounded: a message edited after this many others were queued is read without its author's name.
+    if (announced.size > REMEMBERED_MESSAGES) announced.delete(announced.keys().next().value ?? '');
   }
 
   return {
@@ -235,7 +275,7 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       // Read at arrival: discord.js updates cached users, members and voice states in place as later events come.
       const arrived = arrivedOf(message, guildId);
       const run: Promise<void> = (chains.get(guildId) ?? Promise.resolve())
-        .then(() => handle(arrived, ticket))
+        .then(() => handle(arrived, ticket, false))
         .catch((error: unknown) => {
           logger.warn('auto-read failed on a message', {
             guild: guildId,
@@ -246,6 +286,29 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
         })
         .finally(() => {
           inFlight.delete(message.id);
+          if (chains.get(guildId) === run) chains.delete(guildId);
+        });
+      chains.set(guildId, run);
+      return run;
+    },
+
+    onMessageUpdate(message) {
+      const guildId = message.guildId;
+      // Only a message waiting in a live session can change what is said.
+      if (guildId === null || voice.get(guildId) === undefined) return Promise.resolve();
+      const ticket = inFlight.get(message.id) ?? { deleted: false };
+      const arrived = arrivedOf(message, guildId);
+      // In the server's line, after the message's own handling, so the edit finds it queued.
+      const run: Promise<void> = (chains.get(guildId) ?? Promise.resolve())
+        .then(() => handle(arrived, ticket, true))
+        .catch((error: unknown) => {
+          logger.warn('auto-read failed on an edited message', {
+            guild: guildId,
+            message: message.id,
+            err: error,
+          });
+        })
+        .finally(() => {
           if (chains.get(guildId) === run) chains.delete(guildId);
         });
       chains.set(guildId, run);

@@ -234,6 +234,10 @@ export function createVoiceWatch(events: OpsEvents): VoiceWatch {
             return session.enqueue(request);
           },
           withdraw: (key) => session.withdraw(key),
+          replace: (request) => {
+            autoread.add(request);
+            return session.replace(request);
+          },
         };
       },
     }),

@@ -87,6 +87,8 @@ const END_MESSAGES: Readonly<Record<SessionEnd, ((channel: string) => string) | 
   alone: (channel) => `Left ${channel}: nobody is listening any more.`,
   kicked: (channel) => `I was disconnected from ${channel}; the queue is cleared.`,
   'channel-deleted': () => 'My voice channel was deleted; the queue is cleared.',
+  'lost-speak': (channel) =>
+    `I may no longer speak in ${channel} (the Speak permission was taken away), so I left and cleared the queue. Give it back, then use /join.`,
   removed: undefined,
   'connection-failed': (channel) =>
     `I could not connect to ${channel}. Discord did not complete the voice connection; try /join again in a moment.`,
@@ -94,9 +96,16 @@ const END_MESSAGES: Readonly<Record<SessionEnd, ((channel: string) => string) | 
     `I lost the voice connection to ${channel} and could not get it back, so I left. Use /join to try again.`,
 };
 
+/** How long a withdrawal for a server Herald is not in voice in is remembered (a restart restores within it). */
+const WITHDRAWN_MEMORY_MS = 10 * 60_000;
+/** At most this many such withdrawals are remembered, the oldest forgotten first. */
+const WITHDRAWN_MEMORY_SIZE = 1_000;
+
 /** One {@link GuildSession} per server; joins, leaves, and follows the voice events that end sessions. */
 export class VoiceManager {
   readonly #sessions = new Map<string, { session: GuildSession; announce: SendableChannels | undefined }>();
+  /** `guild:key` → until when: withdrawals that arrived while Herald was not in voice in that server. */
+  readonly #withdrawnAway = new Map<string, number>();
   readonly #options: VoiceManagerOptions;
   readonly #pacing: SynthesisPacing;
   readonly #pendingSnapshots = new Set<string>();
@@ -175,6 +184,11 @@ export class VoiceManager {
           .filter((state) => state.channelId === session.channelId && state.id !== channel.client.user.id)
           .map((state) => state.id),
       onChange: () => this.#snapshotSoon(guildId, session),
+      withdrawn: (key) => {
+        const until = this.#withdrawnAway.get(`${guildId}:${key}`);
+        this.#withdrawnAway.delete(`${guildId}:${key}`);
+        return until !== undefined && until > Date.now();
+      },
     });
     this.#sessions.set(guildId, { session, announce });
     this.#snapshotSoon(guildId, session);
@@ -204,9 +218,37 @@ export class VoiceManager {
     }
   }
 
+  /**
+   * Withdraws the utterance with `key` (a deleted message) in a server. When Herald is not in voice there (a
+   * restart is still restoring its queue), the withdrawal is remembered for a while, so a session started or
+   * restored later does not say it.
+   */
+  withdraw(guildId: string, key: string): boolean {
+    const session = this.get(guildId);
+    if (session) return session.withdraw(key);
+    this.#withdrawnAway.set(`${guildId}:${key}`, Date.now() + WITHDRAWN_MEMORY_MS);
+    if (this.#withdrawnAway.size > WITHDRAWN_MEMORY_SIZE) {
+      this.#withdrawnAway.delete(this.#withdrawnAway.keys().next().value ?? '');
+    }
+    return false;
+  }
+
   /** A deleted voice channel ends its session. */
   onChannelDelete(channelId: string, guildId: string): void {
     if (this.get(guildId)?.channelId === channelId) this.leave(guildId, 'channel-deleted');
+  }
+
+  /**
+   * Permissions changed in a server (a role, an overwrite, Herald's roles): a session whose channel no longer lets
+   * Herald speak ends, since Discord would mute every frame while the queue is still paid for. Connect alone is not
+   * checked: Discord keeps a member that lost it connected, and a later rejoin says what is missing.
+   */
+  onPermissionsChange(guild: Guild): void {
+    const session = this.get(guild.id);
+    const channel = guild.channels.cache.get(session?.channelId ?? '');
+    const me = guild.members.me;
+    if (!session || !channel?.isVoiceBased() || !me) return;
+    if (!channel.permissionsFor(me).has(PermissionFlagsBits.Speak)) session.end('lost-speak');
   }
 
   /** Removal from a server ends its session. */

@@ -30,6 +30,7 @@ export type SessionEnd =
   | 'alone'
   | 'kicked'
   | 'channel-deleted'
+  | 'lost-speak'
   | 'removed'
   | 'connection-failed'
   | 'connection-lost'
@@ -220,6 +221,19 @@ export class SpeechQueue {
       return true;
     }
     return false;
+  }
+
+  /**
+   * Puts `request` in place of the waiting utterance with the same key (an edited message), keeping its place in
+   * line; false when none waits with that key or its synthesis has begun (it was paid for as it was).
+   */
+  replace(request: SpeechRequest): boolean {
+    const index = this.#waiting.findIndex((utterance) => utterance.request.key === request.key);
+    const old = this.#waiting[index];
+    if (request.key === undefined || !old || old.synthesis) return false;
+    this.#waiting[index] = { ...old, request, characters: countCharacters(request.text) };
+    this.#changed();
+    return true;
   }
 
   /** Clears the queue and cuts the current utterance; returns how many were dropped. */

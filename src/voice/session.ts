@@ -70,6 +70,8 @@ export interface GuildSessionOptions {
   readonly onChange?: () => void;
   /** Paces this session's joins with every other server's under the gateway rate; none: joins are sent at once. */
   readonly joinQueue?: JoinQueue;
+  /** True for a key withdrawn before its utterance was queued (a message deleted while Herald was away). */
+  readonly withdrawn?: (key: string) => boolean;
 }
 
 /** One Opus frame, and one tick of the audio player. */
@@ -227,6 +229,11 @@ export class GuildSession {
   /** Queues an utterance; refused when the server's or the member's queue is full. */
   enqueue(request: SpeechRequest): EnqueueOutcome {
     if (this.#ended) throw new Error('enqueue on an ended voice session');
+    // Queued and withdrawn in the same moment: its deletion arrived first.
+    if (request.key !== undefined && this.#options.withdrawn?.(request.key)) {
+      this.#logger.debug('an utterance withdrawn before it was queued is not queued', { key: request.key });
+      return { kind: 'queued', ahead: this.pending };
+    }
     const outcome = this.#queue.enqueue(request);
     if (outcome.kind === 'queued') clearTimeout(this.#idleTimer);
     return outcome;
@@ -245,6 +252,11 @@ export class GuildSession {
   /** Plays out what is already paid for and pays for nothing more (see {@link SpeechQueue.drain}). */
   drain(): Promise<void> {
     return this.#queue.drain();
+  }
+
+  /** Puts an edited request in place of the waiting one with its key, unless its synthesis has begun. */
+  replace(request: SpeechRequest): boolean {
+    return this.#queue.replace(request);
   }
 
   /** Clears the queue and stops the current utterance; returns how many were dropped. */

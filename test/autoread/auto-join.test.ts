@@ -16,7 +16,12 @@ function setup(options: { autoJoin: boolean; bound: string[]; inVoice?: boolean 
     voice: {
       get: () =>
         options.inVoice
-          ? { channelId: 'v9', enqueue: () => ({ kind: 'queued' as const, ahead: 0 }), withdraw: () => false }
+          ? {
+              channelId: 'v9',
+              enqueue: () => ({ kind: 'queued' as const, ahead: 0 }),
+              withdraw: () => false,
+              replace: () => false,
+            }
           : undefined,
     },
     join: (_guildId, channelId) => {

@@ -88,6 +88,11 @@ function fakeSession(channelId: string | null = VOICE) {
       if (index !== -1) queue.splice(index, 1);
       return index !== -1;
     },
+    replace(request: SpeechRequest) {
+      const index = queue.findIndex((queued) => queued.key === request.key);
+      if (index !== -1) queue[index] = request;
+      return index !== -1;
+    },
   };
 }
 
@@ -303,6 +308,28 @@ describe('auto-reader', () => {
     await reader.onMessageCreate(message({ content: 'also keep' }));
     reader.onMessageDelete({ id: doomed.id, guildId: GUILD });
     expect(texts()).toEqual(['Ada said, keep', 'also keep']);
+  });
+
+  it('reads an edit of a waiting message in its place, keeping the author-name choice', async () => {
+    const { reader, texts } = await harness();
+    const edited = message({ content: 'frist draft' });
+    await reader.onMessageCreate(edited);
+    await reader.onMessageCreate(message({ content: 'next' }));
+    await reader.onMessageUpdate({ ...edited, content: 'first draft, fixed' });
+    expect(texts()).toEqual(['Ada said, first draft, fixed', 'next']);
+  });
+
+  it('withdraws a waiting message edited into one not to read, and never queues an edit of an unread one', async () => {
+    const { reader, texts } = await harness();
+    const edited = message({ content: 'read me' });
+    await reader.onMessageCreate(edited);
+    await reader.onMessageUpdate({ ...edited, content: '!not for reading' });
+    expect(texts()).toEqual([]);
+    // Never queued (another channel): its edit queues nothing either.
+    const elsewhere = message({ content: 'elsewhere', channelId: 'other-channel' });
+    await reader.onMessageCreate(elsewhere);
+    await reader.onMessageUpdate({ ...elsewhere, channelId: BOUND, content: 'now here' });
+    expect(texts()).toEqual([]);
   });
 
   it('never queues a message deleted while its lookups were still running', async () => {

@@ -243,6 +243,29 @@ describe('SpeechQueue: dropping at every state', () => {
     expect(h.queue.pending).toBe(1);
   });
 
+  it('an edit replaces a waiting utterance in its place; once its synthesis began, it stays as paid', async () => {
+    const h = harness();
+    h.queue.setCanPlay(true);
+    h.say('one');
+    h.say('two');
+    h.say('three');
+    await h.flush();
+    const edit = (key: string, text: string) =>
+      h.queue.replace({
+        text,
+        speaker: SPEAKER,
+        requestedBy: { id: 'u1', name: 'u1' },
+        key,
+        onFailure: () => {},
+      });
+    expect(edit('two', 'two, edited')).toBe(true);
+    expect(h.queue.unheard().map((request) => request.text)).toEqual(['one', 'two, edited', 'three']);
+    // 'one' is being synthesised: too late to change what is paid for.
+    expect(edit('one', 'one, edited')).toBe(false);
+    expect(edit('missing', 'nothing')).toBe(false);
+    expect(h.texts()).toEqual(['one']);
+  });
+
   it('synthesising: its request is aborted, and no error escapes', async () => {
     const h = harness();
     h.queue.setCanPlay(true);

@@ -1,0 +1,56 @@
+/** Herald's ledger (its database's `budget_ledger`) against what the TTS emulator charged, request by request. */
+import { DatabaseSync } from 'node:sqlite';
+import type { RecordedRequest } from '../emulators/tts/index.ts';
+
+/** A ledger row as the soak compares it. */
+export interface LedgerRow {
+  readonly requestId: string | null;
+  readonly costUsd: number;
+}
+
+/** What the comparison found. */
+export interface LedgerCheck {
+  /** Generations the service charged (up to the cut-off). */
+  readonly charged: number;
+  readonly chargedUsd: number;
+  readonly rows: number;
+  readonly ledgerUsd: number;
+  /** Charged generations with no ledger row. */
+  readonly lostRows: number;
+  /** Ledger rows naming a request the service never charged. */
+  readonly extraRows: number;
+}
+
+/** Reads every ledger row from Herald's SQLite file, read-only (Herald may be writing). */
+export async function readLedger(path: string): Promise<LedgerRow[]> {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const rows = db.prepare('SELECT request_id, cost_nanos FROM budget_ledger').all() as {
+      request_id: string | null;
+      cost_nanos: number | bigint | null;
+    }[];
+    return rows.map((row) => ({ requestId: row.request_id, costUsd: Number(row.cost_nanos ?? 0) / 1e9 }));
+  } finally {
+    db.close();
+  }
+}
+
+/** Compares the ledger with every charge the service made before `before` (Date.now() ms). */
+export function compareLedger(
+  rows: readonly LedgerRow[],
+  requests: readonly RecordedRequest[],
+  before: number,
+): LedgerCheck {
+  const charged = requests.filter((request) => request.chargedUsd > 0 && request.receivedAt < before);
+  const inLedger = new Set(rows.map((row) => row.requestId));
+  const chargedIds = new Set(requests.filter((request) => request.chargedUsd > 0).map((r) => r.requestId));
+  const micros = (usd: number) => Math.round(usd * 1e6);
+  return {
+    charged: charged.length,
+    chargedUsd: charged.reduce((sum, request) => sum + micros(request.chargedUsd), 0) / 1e6,
+    rows: rows.length,
+    ledgerUsd: rows.reduce((sum, row) => sum + micros(row.costUsd), 0) / 1e6,
+    lostRows: charged.filter((request) => !inLedger.has(request.requestId)).length,
+    extraRows: rows.filter((row) => row.requestId !== null && !chargedIds.has(row.requestId)).length,
+  };
+}

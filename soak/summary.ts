@@ -1,0 +1,61 @@
+import type { SoakResult } from './run.ts';
+
+/** The soak's summary as a table, then every violated invariant (at most 30 lines of them). */
+export function formatSummary(r: SoakResult): string {
+  const o = r.speak.outcomes;
+  const faults = Object.entries(r.faults)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([kind, n]) => `${kind} ${n}`)
+    .join(', ');
+  const rows: [string, string][] = [
+    [
+      'machine',
+      `${r.machine.cpus} cores, Node ${r.machine.node}, commit ${r.machine.commit}, load ${r.machine.loadAverage.start.join(' ')} → ${r.machine.loadAverage.end.join(' ')}`,
+    ],
+    ['run', `${r.minutes} min, ${r.servers} servers, seed ${r.seed}`],
+    [
+      '/speak',
+      `${r.speak.sent} sent: ${o.heard} heard, ${o.refused} refused with a reason, ${o['failed-told']} failed and told, ${o['ended-told']} told by the session's end, ${o.dropped} dropped by /skip, /stop or /leave`,
+    ],
+    [
+      'refusals',
+      Object.entries(r.speak.refusals)
+        .map(([why, n]) => `${why} ${n}`)
+        .join(', ') || 'none',
+    ],
+    ['unanswered /speak', String(o.unanswered)],
+    ['neither heard nor told', String(o['not-heard-not-told'])],
+    ['auto-read messages', String(r.autoreadMessages)],
+    [
+      'other commands',
+      Object.entries(r.commands)
+        .filter(([name]) => name !== 'speak')
+        .map(([name, n]) => `/${name} ${n}`)
+        .join(', '),
+    ],
+    ['member voice moves', String(r.voiceMoves)],
+    ['faults injected', `${Object.values(r.faults).reduce((sum, n) => sum + (n ?? 0), 0)}: ${faults}`],
+    [
+      'silent-server incidents',
+      `${r.silentIncidents.filter((i) => i.kind === 'silent').length} (>10 s outside a fault's bounded wait), ${r.silentIncidents.filter((i) => i.kind === 'stuck').length} stuck (>60 s)`,
+    ],
+    [
+      'ledger',
+      `${r.ledger.rows} rows $${r.ledger.ledgerUsd.toFixed(6)}; service charged ${r.ledger.charged} $${r.ledger.chargedUsd.toFixed(6)}; lost rows ${r.ledger.lostRows}, rows never charged ${r.ledger.extraRows}`,
+    ],
+    [
+      'Herald RSS',
+      `${r.memory.rssMb.first} → ${r.memory.rssMb.last} MB (max ${r.memory.rssMb.max}), slope ${r.memory.rssMb.slopeMbPerHour} MB/h after warm-up`,
+    ],
+    [
+      'Herald open files',
+      `${r.memory.openFiles.first} → ${r.memory.openFiles.last} (max ${r.memory.openFiles.max}), slope ${r.memory.openFiles.slopePerHour}/h after warm-up`,
+    ],
+    ['invariants', r.violations.length === 0 ? 'all held' : `${r.violations.length} violated`],
+  ];
+  const width = Math.max(...rows.map(([name]) => name.length));
+  const table = rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
+  const violations = r.violations.slice(0, 30).map((line) => `  ✗ ${line}`);
+  if (r.violations.length > 30) violations.push(`  … and ${r.violations.length - 30} more`);
+  return violations.length === 0 ? table : `${table}\n${violations.join('\n')}`;
+}
