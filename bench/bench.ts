@@ -37,8 +37,13 @@ export interface BenchOptions {
   readonly allSteps?: boolean;
   /** Extra Node flags for Herald's process (e.g. `--cpu-prof`). */
   readonly heraldNodeFlags?: readonly string[];
-  /** Extra environment for Herald (e.g. `HERALD_WORKERS`). */
+  /** Extra environment for Herald (e.g. `UTTERANCE_PAUSE_MS`). */
   readonly heraldEnv?: Record<string, string>;
+  /**
+   * Run Herald as `npm run start:shards` with this many shard processes (one per core uses the whole machine);
+   * unset: one process, as `npm start`. CPU and memory are then the manager's and its shards' together.
+   */
+  readonly shards?: number;
   /** Where to write Herald's log (warnings and errors) when the run ends. */
   readonly heraldLogFile?: string;
   /** Where progress lines go. */
@@ -154,7 +159,8 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const loadAverageAtStart = loadavg().map((value) => round(value, 2));
   const maxWarm = Math.max(...options.servers, 1);
   const [discord, tts] = await Promise.all([
-    startDiscordEmulator(),
+    // Sharded, every shard may identify at once (a large bot's max_concurrency), rather than one per 5.5 s.
+    startDiscordEmulator(options.shards ? { maxConcurrency: 16 } : {}),
     startTtsEmulator({ speed: 4, maxAudioMs: 60_000, balanceUsd: 1_000_000 }),
   ]);
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
@@ -171,12 +177,15 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         LOG_LEVEL: 'warn',
         NODE_EXTRA_CA_CERTS: caPath,
         QUEUE_MAX_PER_SERVER: '50',
+        ...(options.shards ? { SHARD_COUNT: String(options.shards) } : {}),
         ...options.heraldEnv,
       },
       options.heraldNodeFlags ?? [],
       dataDir,
+      { entry: options.shards ? 'shards' : 'index' },
     );
     await discord.untilReady();
+    if (options.shards) await untilShardsReady(discord, options.shards);
     await settle();
     const idleRssMb = herald.rssMb();
     log(`Herald up (idle RSS ${idleRssMb.toFixed(0)} MB, ${servers.length} servers known)`);
@@ -471,6 +480,16 @@ async function untilQuiet(
       return (last !== undefined && now - last.receivedAt > 500) || gaveUp(server);
     });
     if (done) return;
+    await sleep(200);
+  }
+}
+
+/** Resolves once `count` gateway sessions (one per shard) are ready. @throws after two minutes. */
+async function untilShardsReady(discord: DiscordEmulator, count: number): Promise<void> {
+  const deadline = performance.now() + 120_000;
+  while (discord.gatewaySessions().filter((session) => session.ready && session.connected).length < count) {
+    if (performance.now() > deadline)
+      throw new Error(`${count} shards did not all become ready in 2 minutes`);
     await sleep(200);
   }
 }

@@ -8,15 +8,17 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const INDEX = join(import.meta.dirname, '..', 'src', 'index.ts');
+/** `npm run start:shards`: the sharding manager, with one child process per shard. */
+const SHARDS = join(import.meta.dirname, '..', 'src', 'shard', 'main.ts');
 
 /** A running Herald process. */
 export interface HeraldProcess {
   readonly child: ChildProcess;
   /** The tail of what it wrote to standard output and error (at most 200,000 characters). */
   readonly output: () => string;
-  /** CPU time used so far (user + system), in ms. */
+  /** CPU time used so far (user + system), in ms: the process and its children (the shards) together. */
   cpuMs(): number;
-  /** Resident memory now, in MB. */
+  /** Resident memory now, in MB: the process and its children together. */
   rssMb(): number;
   /** Open file descriptors now (sockets, files, pipes, timers' eventfds): Node's handles as the kernel sees them. */
   openFiles(): number;
@@ -26,13 +28,18 @@ export interface HeraldProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `node [flags] src/index.ts` in `cwd` with exactly `env` (and PATH). */
+/**
+ * Starts `node [flags] src/index.ts` in `cwd` with exactly `env` (and PATH); with `entry: 'shards'`, the sharding
+ * manager (`src/shard/main.ts`, which reads SHARD_COUNT from `env`) instead.
+ */
 export function startHeraldProcess(
   env: Record<string, string>,
   flags: readonly string[],
   cwd: string,
+  options: { readonly entry?: 'index' | 'shards' } = {},
 ): HeraldProcess {
-  const child = spawn(process.execPath, [...flags, INDEX], {
+  const script = options.entry === 'shards' ? SHARDS : INDEX;
+  const child = spawn(process.execPath, [...flags, script], {
     cwd,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -55,12 +62,18 @@ export function startHeraldProcess(
     running,
     cpuMs() {
       // /proc/<pid>/stat: utime and stime are fields 14 and 15, after the parenthesised command name.
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-      return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks;
+      let sum = 0;
+      for (const id of tree(pid)) {
+        const fields = readProc(`/proc/${id}/stat`).split(') ')[1]?.split(' ') ?? [];
+        sum += ((Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 1000) / ticks;
+      }
+      return sum;
     },
     rssMb() {
-      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      return Number(match?.[1] ?? 0) / 1024;
+      let kb = 0;
+      for (const id of tree(pid))
+        kb += Number(/VmRSS:\s+(\d+) kB/.exec(readProc(`/proc/${id}/status`))?.[1] ?? 0);
+      return kb / 1024;
     },
     openFiles() {
       return readdirSync(`/proc/${pid}/fd`).length;
@@ -81,4 +94,28 @@ export function startHeraldProcess(
       clearTimeout(timer);
     },
   };
+}
+
+/** A /proc file's text; empty when the process is gone. */
+function readProc(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** `pid` and every process descending from it (a sharding manager's shards), from /proc's parent ids. */
+function tree(pid: number): number[] {
+  const parents = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const fields = readProc(`/proc/${name}/stat`).split(') ')[1]?.split(' ');
+    if (fields?.[1]) parents.set(Number(name), Number(fields[1]));
+  }
+  const found = [pid];
+  for (let i = 0; i < found.length; i++) {
+    for (const [child, parent] of parents) if (parent === found[i]) found.push(child);
+  }
+  return found;
 }

@@ -2,7 +2,7 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>-<commit>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's warnings, `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's warnings, `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -20,6 +20,7 @@ const options: BenchOptions = {
   ...(flag('seconds') ? { audioSeconds: Number(flag('seconds')) } : {}),
   ...(args.includes('--all-steps') ? { allSteps: true } : {}),
   ...(flag('pause') ? { heraldEnv: { UTTERANCE_PAUSE_MS: flag('pause') ?? '' } } : {}),
+  ...(flag('shards') ? { shards: Number(flag('shards')) } : {}),
   ...(flag('herald-log') ? { heraldLogFile: flag('herald-log') ?? '' } : {}),
   ...(args.includes('--cpu-prof')
     ? { heraldNodeFlags: ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`] }
@@ -41,6 +42,12 @@ function formatTable(r: BenchResult): string {
   const rows: [string, string][] = [
     ['machine', `${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}, commit ${m.commit}`],
     ['load average', `${m.loadAverageAtStart.join(' ')} at start, ${m.loadAverageAtEnd.join(' ')} at end`],
+    [
+      'Herald',
+      r.options.shards
+        ? `${r.options.shards} shard processes (npm run start:shards)`
+        : 'one process (npm start)',
+    ],
     ['P1 TTS first byte → first voice packet', ms(r.p1TtsToFirstPacketMs)],
     ['P2 /speak → first voice packet, cold', ms(r.p2SpeakToFirstPacketMs.cold)],
     ['P2 /speak → first voice packet, warm', ms(r.p2SpeakToFirstPacketMs.warm)],
