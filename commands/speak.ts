@@ -88,7 +88,8 @@ export const speak = {
     });
     if (queued.kind === 'queue-full') return reply(describeQueueFull(queued));
     const cost = deps.estimateCostUsd(characters);
-    // A join held back by Discord's gateway rate: say how long, rather than "now" and a failure later.
+    // A join held back by Discord's gateway rate or a burst of joins: say how long, rather than "now" and a
+    // failure later.
     const joinWaitS = Math.ceil(outcome.session.joinWaitMs() / 1000);
     const parts = [
       joinWaitS > 0

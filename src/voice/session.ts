@@ -78,6 +78,8 @@ export interface GuildSessionOptions {
 const FRAME_MS = 20;
 /** Silence between two queued utterances when the session is given none (the configuration's default). */
 const DEFAULT_PAUSE_MS = 120;
+/** What a member is told to expect when their join waits behind a burst of voice handshakes. */
+const BURST_JOIN_WAIT_MS = 3_000;
 /** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
  *  ends a dead stream with a clear error, is meant to fire first. */
 const MAX_MISSED_FRAMES = 250;
@@ -201,9 +203,16 @@ export class GuildSession {
     return this.connection.joinConfig.channelId;
   }
 
-  /** How long, in ms, until the join waiting for the gateway rate is sent; 0 when none is waiting. */
+  /**
+   * How long, in ms, until Herald can speak in the channel: until the join waiting for the gateway rate is sent,
+   * and under a burst of joins (see {@link JoinQueue.busy}) at least a few seconds while the connection is not
+   * ready, since its handshake then waits its turn; 0 when it may speak now.
+   */
   joinWaitMs(): number {
-    return this.#queuedJoin ? Math.max(0, this.#queuedJoin.dueAt - Date.now()) : 0;
+    const held = this.#queuedJoin ? Math.max(0, this.#queuedJoin.dueAt - Date.now()) : 0;
+    const burst =
+      this.connection.state.status !== VoiceConnectionStatus.Ready && this.#options.joinQueue?.busy === true;
+    return burst ? Math.max(held, BURST_JOIN_WAIT_MS) : held;
   }
 
   /** True once the session has ended; an ended session accepts nothing. */
