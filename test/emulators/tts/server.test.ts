@@ -653,9 +653,8 @@ describe('faults', () => {
     expect(json(await call(e, '/speech/speakers'))).toHaveLength(DEFAULT_SPEAKERS.length);
   });
 
-  it('a client that hangs up during delay-headers is not charged', async () => {
-    const e = await emulator();
-    e.inject({ kind: 'delay-headers', ms: 5_000 });
+  /** A generate request the client hangs up on once `ready` holds; resolves when the emulator let it go. */
+  const hangUp = async (e: TtsEmulator, ready: () => boolean): Promise<void> => {
     const controller = new AbortController();
     const pending = fetch(`${e.baseUrl}/speech/generate`, {
       method: 'POST',
@@ -663,27 +662,23 @@ describe('faults', () => {
       body: JSON.stringify(body),
       signal: controller.signal,
     });
-    await expect.poll(() => e.requests.length).toBe(1);
+    await expect.poll(ready).toBe(true);
     controller.abort();
     await expect(pending).rejects.toThrow();
     await expect.poll(() => e.openResponses()).toBe(0);
+  };
+
+  it('a client that hangs up during delay-headers is not charged', async () => {
+    const e = await emulator();
+    e.inject({ kind: 'delay-headers', ms: 5_000 });
+    await hangUp(e, () => e.requests.length === 1);
     expect(e.requests[0]).toMatchObject({ status: 0, chargedUsd: 0 });
     expect(e.balanceUsd).toBe(10);
   });
 
   it('a client that hangs up while a charged answer is on its way back has still paid (chargedLatencyMs)', async () => {
     const e = await emulator({ chargedLatencyMs: 5_000 });
-    const controller = new AbortController();
-    const pending = fetch(`${e.baseUrl}/speech/generate`, {
-      method: 'POST',
-      headers: { 'X-API-Key': e.apiKey },
-      body: JSON.stringify(body),
-      signal: controller.signal,
-    });
-    await expect.poll(() => e.requests[0]?.chargedUsd ?? 0).toBeGreaterThan(0);
-    controller.abort();
-    await expect(pending).rejects.toThrow();
-    await expect.poll(() => e.openResponses()).toBe(0);
+    await hangUp(e, () => (e.requests[0]?.chargedUsd ?? 0) > 0);
     expect(e.requests[0]?.status).toBe(0);
     expect(e.balanceUsd).toBeLessThan(10);
   });
