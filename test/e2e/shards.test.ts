@@ -26,7 +26,7 @@ const MAIN = join(import.meta.dirname, '..', '..', 'src', 'shard', 'main.ts');
 const TEN = 'abcdefghij'; // $0.01 at $0.001 a character
 const FLOOR_SENTENCE =
   /below the floor the operator set|reached the floor the operator set|Herald has stopped speaking/;
-const ACCEPTED = /^(Speaking now|Queued at position)/;
+const ACCEPTED = /^(Speaking now|Queued at position|Joining your channel)/;
 const cluster = inject('postgres');
 
 interface Server {
