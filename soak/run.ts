@@ -6,6 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type HeraldProcess, startHeraldProcess } from '../bench/herald-process.ts';
@@ -58,6 +59,8 @@ export interface SoakResult {
   readonly ledger: LedgerCheck;
   readonly memory: {
     readonly rssMb: { first: number; last: number; max: number; slopeMbPerHour: number };
+    /** V8's heap in use (Herald's /metrics): what JavaScript holds, without the allocator's slack. */
+    readonly heapMb: { first: number; last: number; max: number; slopeMbPerHour: number };
     readonly openFiles: { first: number; last: number; max: number; slopePerHour: number };
   };
   readonly heraldExited: boolean;
@@ -96,12 +99,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   let autoreadMessages = 0;
   let voiceMoves = 0;
   let herald: HeraldProcess | undefined;
-  const samples: { t: number; rss: number; fds: number }[] = [];
+  const samples: { t: number; rss: number; fds: number; heap: number | undefined }[] = [];
   let ledger: LedgerCheck | undefined;
   try {
+    const metricsPort = await freePort();
     herald = startHeraldProcess(
       {
         ...heraldEnv(discord, tts, databasePath),
+        // The operations endpoint, for the V8 heap figures beside the kernel's RSS.
+        METRICS_PORT: String(metricsPort),
         LOG_LEVEL: 'warn',
         NODE_EXTRA_CA_CERTS: caPath,
         // A 402 stops spending until a re-check succeeds: every 30 s here, so the run is not refusals only.
@@ -269,7 +275,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       }
 
       if (now >= nextSample) {
-        samples.push({ t: now - start, rss: herald.rssMb(), fds: herald.openFiles() });
+        samples.push({
+          t: now - start,
+          rss: herald.rssMb(),
+          fds: herald.openFiles(),
+          heap: await heapUsedMb(metricsPort),
+        });
         nextSample = now + 5_000;
       }
       if (now >= nextLedger) {
@@ -391,14 +402,44 @@ function words(random: ReturnType<typeof createRandom>, n: number): string {
   return Array.from({ length: n }, () => random.pick(WORDS)).join(' ');
 }
 
-/** Resident memory and open files: first, last, highest and the slope per hour after the warm-up. */
-function memoryOf(samples: readonly { t: number; rss: number; fds: number }[], minutes: number) {
+/** Herald's V8 heap in use, in MB, from its /metrics; undefined when it does not answer within a second. */
+async function heapUsedMb(port: number): Promise<number | undefined> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(1_000) });
+    const text = await response.text();
+    const match = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
+    return match ? Number(match[1]) / 2 ** 20 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A free TCP port on loopback. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Resident memory, V8 heap and open files: first, last, highest and the slope per hour after the warm-up. */
+function memoryOf(
+  samples: readonly { t: number; rss: number; fds: number; heap: number | undefined }[],
+  minutes: number,
+) {
   // The first third (at least a minute) is warm-up: connections, caches and JIT fill up.
   const warm = samples.filter((sample) => sample.t >= Math.max(60_000, (minutes * 60_000) / 3));
   const rss = samples.map((sample) => sample.rss);
   const fds = samples.map((sample) => sample.fds);
   const round = (value: number) => Math.round(value * 10) / 10;
   const rssSlope = slope(warm.map((sample) => [sample.t / 3_600_000, sample.rss]));
+  const heaps = samples.flatMap((sample) => (sample.heap === undefined ? [] : [sample.heap]));
+  const heapSlope = slope(
+    warm.flatMap((sample) =>
+      sample.heap === undefined ? [] : [[sample.t / 3_600_000, sample.heap] as const],
+    ),
+  );
   const fdSlope = slope(warm.map((sample) => [sample.t / 3_600_000, sample.fds]));
   const violations: string[] = [];
   const warmFds = warm.map((sample) => sample.fds);
@@ -416,6 +457,12 @@ function memoryOf(samples: readonly { t: number; rss: number; fds: number }[], m
         last: round(rss.at(-1) ?? 0),
         max: round(Math.max(0, ...rss)),
         slopeMbPerHour: round(rssSlope),
+      },
+      heapMb: {
+        first: round(heaps[0] ?? 0),
+        last: round(heaps.at(-1) ?? 0),
+        max: round(Math.max(0, ...heaps)),
+        slopeMbPerHour: round(heapSlope),
       },
       openFiles: {
         first: fds[0] ?? 0,
