@@ -63,6 +63,8 @@ export interface SoakResult {
     readonly heapMb: { first: number; last: number; max: number; slopeMbPerHour: number };
     readonly openFiles: { first: number; last: number; max: number; slopePerHour: number };
   };
+  /** Herald's memory and open files every 5 s (ms since the start), to look at the curve behind the slopes. */
+  readonly samples: readonly { t: number; rss: number; fds: number; heap: number | undefined }[];
   readonly heraldExited: boolean;
   readonly violations: readonly string[];
   readonly heraldLogTail: string;
@@ -358,6 +360,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       silentIncidents: tracker.incidents,
       ledger,
       memory: memory.figures,
+      samples: samples.map((sample) => ({ ...sample, rss: Math.round(sample.rss * 10) / 10 })),
       heraldExited: !herald.running() && violations.includes('Herald exited during the run'),
       violations,
       heraldLogTail: herald.output().slice(-20_000),
