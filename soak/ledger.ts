@@ -54,3 +54,15 @@ export function compareLedger(
     extraRows: rows.filter((row) => row.requestId !== null && !chargedIds.has(row.requestId)).length,
   };
 }
+
+/** Generations the service charged before `before` (Date.now() ms) that have no ledger row. */
+export function lostRequests(
+  rows: readonly LedgerRow[],
+  requests: readonly RecordedRequest[],
+  before: number,
+): RecordedRequest[] {
+  const inLedger = new Set(rows.map((row) => row.requestId));
+  return requests.filter(
+    (request) => request.chargedUsd > 0 && request.receivedAt < before && !inLedger.has(request.requestId),
+  );
+}

@@ -48,6 +48,10 @@ export function formatSummary(r: SoakResult): string {
       `${r.memory.rssMb.first} → ${r.memory.rssMb.last} MB (max ${r.memory.rssMb.max}), slope ${r.memory.rssMb.slopeMbPerHour} MB/h after warm-up`,
     ],
     [
+      'Herald V8 heap in use',
+      `${r.memory.heapMb.first} → ${r.memory.heapMb.last} MB (max ${r.memory.heapMb.max}), slope ${r.memory.heapMb.slopeMbPerHour} MB/h after warm-up`,
+    ],
+    [
       'Herald open files',
       `${r.memory.openFiles.first} → ${r.memory.openFiles.last} (max ${r.memory.openFiles.max}), slope ${r.memory.openFiles.slopePerHour}/h after warm-up`,
     ],
