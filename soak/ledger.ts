@@ -6,6 +6,10 @@ import type { RecordedRequest } from '../emulators/tts/index.ts';
 export interface LedgerRow {
   readonly requestId: string | null;
   readonly costUsd: number;
+  /** A generation that got no answer (or whose process died before settling): it may have been charged. */
+  readonly uncertain: boolean;
+  /** What was reserved for it: the most an uncertain row can have cost. */
+  readonly estimateUsd: number;
 }
 
 /** What the comparison found. */
@@ -15,8 +19,12 @@ export interface LedgerCheck {
   readonly chargedUsd: number;
   readonly rows: number;
   readonly ledgerUsd: number;
-  /** Charged generations with no ledger row. */
+  /** Charged generations with no ledger row, beyond those the ledger lists as uncertain. */
   readonly lostRows: number;
+  /** Uncertain rows: generations that may have been charged, counted at their estimate. */
+  readonly uncertainRows: number;
+  /** The most the uncertain rows can have cost together. */
+  readonly uncertainUpToUsd: number;
   /** Ledger rows naming a request the service never charged. */
   readonly extraRows: number;
 }
@@ -25,11 +33,20 @@ export interface LedgerCheck {
 export async function readLedger(path: string): Promise<LedgerRow[]> {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
-    const rows = db.prepare('SELECT request_id, cost_nanos FROM budget_ledger').all() as {
+    const rows = db
+      .prepare('SELECT request_id, cost_nanos, estimated_cost_nanos, uncertain FROM budget_ledger')
+      .all() as {
       request_id: string | null;
       cost_nanos: number | bigint | null;
+      estimated_cost_nanos: number | bigint | null;
+      uncertain: number | bigint;
     }[];
-    return rows.map((row) => ({ requestId: row.request_id, costUsd: Number(row.cost_nanos ?? 0) / 1e9 }));
+    return rows.map((row) => ({
+      requestId: row.request_id,
+      costUsd: Number(row.cost_nanos ?? 0) / 1e9,
+      uncertain: Number(row.uncertain) !== 0,
+      estimateUsd: Number(row.estimated_cost_nanos ?? 0) / 1e9,
+    }));
   } finally {
     db.close();
   }
@@ -45,12 +62,17 @@ export function compareLedger(
   const inLedger = new Set(rows.map((row) => row.requestId));
   const chargedIds = new Set(requests.filter((request) => request.chargedUsd > 0).map((r) => r.requestId));
   const micros = (usd: number) => Math.round(usd * 1e6);
+  const unrecorded = charged.filter((request) => !inLedger.has(request.requestId)).length;
+  const uncertainRows = rows.filter((row) => row.uncertain).length;
   return {
     charged: charged.length,
     chargedUsd: charged.reduce((sum, request) => sum + micros(request.chargedUsd), 0) / 1e6,
     rows: rows.length,
     ledgerUsd: rows.reduce((sum, row) => sum + micros(row.costUsd), 0) / 1e6,
-    lostRows: charged.filter((request) => !inLedger.has(request.requestId)).length,
+    lostRows: Math.max(0, unrecorded - uncertainRows),
+    uncertainRows,
+    uncertainUpToUsd:
+      rows.filter((row) => row.uncertain).reduce((sum, row) => sum + micros(row.estimateUsd), 0) / 1e6,
     extraRows: rows.filter((row) => row.requestId !== null && !chargedIds.has(row.requestId)).length,
   };
 }
@@ -62,7 +84,11 @@ export function lostRequests(
   before: number,
 ): RecordedRequest[] {
   const inLedger = new Set(rows.map((row) => row.requestId));
-  return requests.filter(
-    (request) => request.chargedUsd > 0 && request.receivedAt < before && !inLedger.has(request.requestId),
-  );
+  // An uncertain row stands for one charged generation Herald got no answer for (it cannot name which).
+  const covered = rows.filter((row) => row.uncertain).length;
+  return requests
+    .filter(
+      (request) => request.chargedUsd > 0 && request.receivedAt < before && !inLedger.has(request.requestId),
+    )
+    .slice(covered);
 }

@@ -320,8 +320,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       );
     }
     if (ledger.extraRows > 0) violations.push(`ledger: ${ledger.extraRows} rows the service never charged`);
-    if (Math.abs(ledger.ledgerUsd - ledger.chargedUsd) > 1e-6) {
-      violations.push(`ledger: $${ledger.ledgerUsd} recorded, $${ledger.chargedUsd} charged`);
+    // Recorded never exceeds charged; what was charged and not recorded is bounded by the uncertain rows.
+    if (
+      ledger.ledgerUsd - ledger.chargedUsd > 1e-6 ||
+      ledger.chargedUsd - ledger.ledgerUsd > ledger.uncertainUpToUsd + 1e-6
+    ) {
+      violations.push(
+        `ledger: $${ledger.ledgerUsd} recorded (and up to $${ledger.uncertainUpToUsd} uncertain), $${ledger.chargedUsd} charged`,
+      );
     }
     for (const incident of tracker.incidents) {
       violations.push(

@@ -41,7 +41,7 @@ export function formatSummary(r: SoakResult): string {
     ],
     [
       'ledger',
-      `${r.ledger.rows} rows $${r.ledger.ledgerUsd.toFixed(6)}; service charged ${r.ledger.charged} $${r.ledger.chargedUsd.toFixed(6)}; lost rows ${r.ledger.lostRows}, rows never charged ${r.ledger.extraRows}`,
+      `${r.ledger.rows} rows $${r.ledger.ledgerUsd.toFixed(6)}; service charged ${r.ledger.charged} $${r.ledger.chargedUsd.toFixed(6)}; uncertain rows ${r.ledger.uncertainRows} (up to $${r.ledger.uncertainUpToUsd.toFixed(6)}); lost rows ${r.ledger.lostRows}, rows never charged ${r.ledger.extraRows}`,
     ],
     [
       'Herald RSS',

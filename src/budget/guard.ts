@@ -1,6 +1,6 @@
 import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { TtsAbortedError, TtsInsufficientBalanceError } from '../tts/index.ts';
+import { mayHaveCharged, TtsAbortedError, TtsInsufficientBalanceError } from '../tts/index.ts';
 import {
   type AccountState,
   type BlockReason,
@@ -544,7 +544,24 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
           });
         }
         const account = await tx.account();
-        if (!(error instanceof TtsInsufficientBalanceError)) return { state: account, alert: undefined };
+        if (taken && mayHaveCharged(error)) {
+          // The request reached the service and no answer came back (an abort, a timeout, a cut connection): it
+          // may have been charged. An uncertain row at its estimate, taken off the known balance, fails closed.
+          await tx.recordUncertain(taken);
+          logger.warn('a generation that may have been charged got no answer; recorded as uncertain', {
+            reservation: taken.id,
+            upToUsd: fromNanos(taken.estimateNanos),
+          });
+          if (account.balanceUsd === null) return { state: account, alerts: [] };
+          const next = {
+            ...account,
+            balanceUsd: fromNanos(toNanos(account.balanceUsd) - taken.estimateNanos),
+          };
+          const { state, alerts } = withTransitions(next, now());
+          await tx.saveAccount(state);
+          return { state, alerts };
+        }
+        if (!(error instanceof TtsInsufficientBalanceError)) return { state: account, alerts: [] };
         const balanceUsd = error.balanceUsd ?? account.balanceUsd ?? undefined;
         const at = now();
         const next: AccountState = {
@@ -556,15 +573,13 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
         };
         await tx.saveAccount(next);
         const wasBlocked = account.blockedSince !== null;
-        return {
-          state: next,
-          alert: wasBlocked
-            ? undefined
-            : ({ kind: 'blocked', reason: 'service-refused', balanceUsd, floorUsd } as const),
-        };
+        const alerts: BudgetAlert[] = wasBlocked
+          ? []
+          : [{ kind: 'blocked', reason: 'service-refused', balanceUsd, floorUsd }];
+        return { state: next, alerts };
       });
       lastSeen = decided.state;
-      if (decided.alert) alert(decided.alert);
+      for (const event of decided.alerts) alert(event);
     } finally {
       wake();
     }

@@ -302,6 +302,8 @@ export interface BudgetTransaction extends BudgetReads {
    * by a process as it starts, for what its previous run left).
    */
   reconcile(expiredAt: number, owner?: string): Promise<StoredReservation[]>;
+  /** Writes the ledger's uncertain row for a reservation taken out (a call that may have been charged). */
+  recordUncertain(reservation: StoredReservation): Promise<void>;
   /**
    * Appends a ledger row; returns its id, or undefined when the row of `reservationId` is already there (a
    * settlement is never recorded, so never charged, twice). A settlement arriving for an uncertain row replaces
@@ -487,87 +489,93 @@ const writeAccount = async (q: Queryable, state: AccountState): Promise<void> =>
 export async function createBudgetStore(db: Database): Promise<BudgetStore> {
   await db.migrate('budget', BUDGET_MIGRATIONS);
 
-  const transaction = (tx: Queryable): BudgetTransaction => ({
-    ...reads(tx),
-    saveAccount: (state) => writeAccount(tx, state),
-    async addReservation(input) {
-      const others = await tx.run('UPDATE budget_reservations SET overlapped = 1 WHERE expires_at > $1', [
-        input.createdAt,
-      ]);
-      const row = await tx.get<ReservationRow>(
-        `INSERT INTO budget_reservations (kind, guild_id, user_id, characters, estimate_nanos, overlapped,
-           created_at, expires_at, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+  const transaction = (tx: Queryable): BudgetTransaction => {
+    const recordUncertain = async (reservation: StoredReservation): Promise<void> => {
+      await tx.run(
+        `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, estimated_cost_nanos, at, day,
+           reservation_id, uncertain) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1)
+         ON CONFLICT (reservation_id) DO NOTHING`,
         [
-          input.kind,
-          input.guildId,
-          input.userId,
-          input.characters,
-          input.estimateNanos,
-          others > 0 ? 1 : 0,
-          input.createdAt,
-          input.expiresAt,
-          input.owner ?? null,
+          reservation.kind,
+          reservation.guildId,
+          reservation.userId,
+          reservation.characters,
+          reservation.estimateNanos,
+          reservation.createdAt,
+          utcDay(Number(reservation.createdAt)),
+          reservation.id,
         ],
       );
-      if (!row) throw new Error('The budget reservation was not written.');
-      return toReservation(row);
-    },
-    async takeReservation(id) {
-      const row = await tx.get<ReservationRow>('DELETE FROM budget_reservations WHERE id = $1 RETURNING *', [
-        id,
-      ]);
-      return row ? toReservation(row) : undefined;
-    },
-    async reconcile(expiredAt, owner) {
-      const rows = await tx.all<ReservationRow>(
-        'DELETE FROM budget_reservations WHERE expires_at <= $1 OR owner = $2 RETURNING *',
-        [expiredAt, owner ?? null],
-      );
-      for (const row of rows) {
-        await tx.run(
-          `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, estimated_cost_nanos, at, day,
-             reservation_id, uncertain) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1)
-           ON CONFLICT (reservation_id) DO NOTHING`,
+    };
+    return {
+      ...reads(tx),
+      saveAccount: (state) => writeAccount(tx, state),
+      async addReservation(input) {
+        const others = await tx.run('UPDATE budget_reservations SET overlapped = 1 WHERE expires_at > $1', [
+          input.createdAt,
+        ]);
+        const row = await tx.get<ReservationRow>(
+          `INSERT INTO budget_reservations (kind, guild_id, user_id, characters, estimate_nanos, overlapped,
+           created_at, expires_at, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
           [
-            row.kind,
-            row.guild_id,
-            row.user_id,
-            row.characters,
-            row.estimate_nanos,
-            row.created_at,
-            utcDay(Number(row.created_at)),
-            row.id,
+            input.kind,
+            input.guildId,
+            input.userId,
+            input.characters,
+            input.estimateNanos,
+            others > 0 ? 1 : 0,
+            input.createdAt,
+            input.expiresAt,
+            input.owner ?? null,
           ],
         );
-      }
-      return rows.map(toReservation).sort((a, b) => a.id - b.id);
-    },
-    async recordGeneration(entry, reservationId) {
-      const row = await tx.get<{ id: number }>(
-        `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, cost_nanos, estimated_cost_nanos,
+        if (!row) throw new Error('The budget reservation was not written.');
+        return toReservation(row);
+      },
+      async takeReservation(id) {
+        const row = await tx.get<ReservationRow>(
+          'DELETE FROM budget_reservations WHERE id = $1 RETURNING *',
+          [id],
+        );
+        return row ? toReservation(row) : undefined;
+      },
+      async reconcile(expiredAt, owner) {
+        const rows = await tx.all<ReservationRow>(
+          'DELETE FROM budget_reservations WHERE expires_at <= $1 OR owner = $2 RETURNING *',
+          [expiredAt, owner ?? null],
+        );
+        const left = rows.map(toReservation).sort((a, b) => a.id - b.id);
+        for (const reservation of left) await recordUncertain(reservation);
+        return left;
+      },
+      recordUncertain: (reservation) => recordUncertain(reservation),
+      async recordGeneration(entry, reservationId) {
+        const row = await tx.get<{ id: number }>(
+          `INSERT INTO budget_ledger (kind, guild_id, user_id, characters, cost_nanos, estimated_cost_nanos,
            balance_after_nanos, request_id, at, day, reservation_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          ON CONFLICT (reservation_id) DO UPDATE SET cost_nanos = excluded.cost_nanos,
            balance_after_nanos = excluded.balance_after_nanos, request_id = excluded.request_id, uncertain = 0
          WHERE budget_ledger.uncertain = 1
          RETURNING id`,
-        [
-          entry.kind,
-          entry.guildId,
-          entry.userId,
-          entry.characters,
-          toNanos(entry.costUsd),
-          toNanos(entry.estimatedCostUsd),
-          toNanos(entry.balanceAfterUsd),
-          entry.requestId,
-          entry.at,
-          utcDay(entry.at),
-          reservationId,
-        ],
-      );
-      return row?.id;
-    },
-  });
+          [
+            entry.kind,
+            entry.guildId,
+            entry.userId,
+            entry.characters,
+            toNanos(entry.costUsd),
+            toNanos(entry.estimatedCostUsd),
+            toNanos(entry.balanceAfterUsd),
+            entry.requestId,
+            entry.at,
+            utcDay(entry.at),
+            reservationId,
+          ],
+        );
+        return row?.id;
+      },
+    };
+  };
 
   return {
     ...reads(db),

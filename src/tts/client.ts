@@ -159,7 +159,9 @@ export function createTtsClient(options: TtsClientOptions): TtsClient {
       timer = setTimeout(() => controller.abort(timeoutError(phase)), msOf(phase));
     };
     const onCallerAbort = (): void =>
-      controller.abort(new TtsAbortedError(`The TTS request was aborted while ${operation}.`));
+      controller.abort(
+        new TtsAbortedError(`The TTS request was aborted while ${operation}.`, { requestSent }),
+      );
     let finished = false;
     const finish = (): void => {
       if (finished) return;
@@ -545,7 +547,10 @@ function transportError(
   if (phase !== undefined)
     return new TtsTimeoutError(phase, `The TTS service timed out (${phase}) while ${operation}.`, context);
   if (code === 'UND_ERR_ABORTED' || (error instanceof Error && error.name === 'AbortError'))
-    return new TtsAbortedError(`The TTS request was aborted while ${operation}.`, context);
+    return new TtsAbortedError(`The TTS request was aborted while ${operation}.`, {
+      ...context,
+      requestSent,
+    });
   const detail = error instanceof Error && error.message !== '' ? `: ${redact(error.message)}` : '';
   const verb = requestSent
     ? 'The connection to the TTS service failed'

@@ -110,9 +110,28 @@ export class TtsConnectionError extends TtsError {
 
 /** The caller's abort signal fired. */
 export class TtsAbortedError extends TtsError {
-  constructor(message = 'The TTS request was aborted.', context: TtsErrorContext = {}) {
+  /** True when the request had reached the service before the abort (it may have been charged). */
+  readonly requestSent: boolean;
+
+  constructor(
+    message = 'The TTS request was aborted.',
+    context: TtsErrorContext & { requestSent?: boolean } = {},
+  ) {
     super('TTS_ABORTED', message, context);
+    this.requestSent = context.requestSent ?? false;
   }
+}
+
+/**
+ * Whether a failed generation may still have been charged: the request reached the service and no answer came
+ * back (aborted, timed out or cut off while waiting for the headers). An answer, even an error, says it was not
+ * (the service charges only what it accepts); a request that never reached a connected socket cannot have been.
+ */
+export function mayHaveCharged(error: unknown): boolean {
+  if (!(error instanceof TtsError) || error.status !== undefined) return false;
+  if (error instanceof TtsConnectionError || error instanceof TtsAbortedError) return error.requestSent;
+  if (error instanceof TtsTimeoutError) return error.phase !== 'connect';
+  return false;
 }
 
 /** The service answered something the contract does not allow (content type, malformed JSON, wrong shape). */

@@ -2,6 +2,7 @@
 export { createTtsClient, DEFAULT_SPEAKERS_TTL_MS, DEFAULT_TIMEOUTS } from './client.ts';
 export { parseTtsConfig } from './config.ts';
 export {
+  mayHaveCharged,
   TtsAbortedError,
   TtsAuthenticationError,
   TtsConnectionError,

@@ -168,6 +168,32 @@ describeEachBackend('budget guard', (backend) => {
     });
   });
 
+  describe('a call that got no answer', () => {
+    it('records an uncertain row at its estimate when the request reached the service, and nothing when not', async () => {
+      const account = { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 };
+      const { guard, store } = await makeGuard({ account });
+      const outcomes = await Promise.all([guard.reserve(req(100)), guard.reserve(req(100, 'm2'))]);
+      const [sent, unsent] = outcomes.map((o) => (o.kind === 'reserved' ? o.reservation : undefined));
+      if (!sent || !unsent) throw new Error('not reserved');
+      // Aborted after the request was sent (e.g. a /skip while waiting for the headers): it may have been charged.
+      await guard.release(sent, new TtsAbortedError('aborted', { requestSent: true }));
+      // Refused with an answer, and aborted before sending: the service cannot have charged.
+      await guard.release(unsent, new TtsAbortedError('aborted', { requestSent: false }));
+      expect((await store.ledger()).map((row) => [row.userId, row.uncertain, row.estimatedCostUsd])).toEqual([
+        ['m1', true, 0.01],
+      ]);
+      expect(await guard.status()).toMatchObject({
+        inFlight: 0,
+        balanceUsd: 0.99,
+        uncertain: { generations: 1, upToUsd: 0.01 },
+      });
+      const third = await guard.reserve(req(100, 'm3'));
+      if (third.kind !== 'reserved') throw new Error('not reserved');
+      await guard.release(third.reservation, new TtsServiceError('500', { status: 500 }));
+      expect(await store.ledger()).toHaveLength(1);
+    });
+  });
+
   describe('a service refusal (402)', () => {
     it('blocks at once, refuses before any call, and stays blocked after reopening the database', async () => {
       const target = await backend.fresh();

@@ -97,7 +97,8 @@ describe('the audio cache', () => {
     const replies = await Promise.all(
       servers.map(({ member, text }) => w.discord.slash(member, 'speak', { text: 'brb' }, { channel: text })),
     );
-    expect(replies.every((reply) => /Speaking now/.test(reply.content))).toBe(true);
+    // Twenty joins at once are a burst (more than the handshakes allowed in flight): some are told "Joining".
+    expect(replies.every((reply) => /^(Speaking now|Joining your channel)/.test(reply.content))).toBe(true);
     const heard = await Promise.all(servers.map(({ guild }) => w.discord.voice(guild).untilSilent()));
     // Every server heard the sentence; how long exactly is the other tests' business (twenty DAVE handshakes at
     // once on a loaded machine can cost a server its first frames).

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/log.ts';
 import {
   createTtsClient,
   type GenerateRequest,
+  mayHaveCharged,
   type TtsClient,
   type TtsClientOptions,
   TtsError,
@@ -442,12 +443,16 @@ describe('aborts', () => {
     const controller = new AbortController();
     const pending = client().generate(say({ signal: controller.signal }));
     setTimeout(() => controller.abort(), 50);
-    expect((await rejection(pending)).code).toBe('TTS_ABORTED');
+    const error = await rejection(pending);
+    expect(error.code).toBe('TTS_ABORTED');
+    // The request had reached the service: it may have been charged.
+    expect(mayHaveCharged(error)).toBe(true);
   });
 
   it('an already-aborted signal sends nothing', async () => {
     const error = await rejection(client().generate(say({ signal: AbortSignal.abort() })));
     expect(error.code).toBe('TTS_ABORTED');
+    expect(mayHaveCharged(error)).toBe(false);
     expect(emu.requests).toHaveLength(0);
   });
 
