@@ -443,6 +443,23 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
   };
 
   /**
+   * Takes money that may have been charged (uncertain rows) off the known balance, failing closed: the next
+   * balance the service reports settles the question. Saves and returns the account with its transitions.
+   */
+  const takeOffBalance = async (
+    tx: BudgetTransaction,
+    account: AccountState,
+    nanos: number,
+    at: number,
+  ): Promise<{ state: AccountState; alerts: BudgetAlert[] }> => {
+    if (account.balanceUsd === null) return { state: account, alerts: [] };
+    const next = { ...account, balanceUsd: fromNanos(toNanos(account.balanceUsd) - nanos) };
+    const decided = withTransitions(next, at);
+    await tx.saveAccount(decided.state);
+    return decided;
+  };
+
+  /**
    * Turns reservations whose process stopped into uncertain ledger rows (see {@link BudgetStore}), and takes their
    * estimates off the known balance, failing closed: the next balance the service reports settles the question.
    * Returns the account as it stands afterwards.
@@ -456,10 +473,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
       reservations: left.length,
       upToUsd: fromNanos(nanos),
     });
-    if (account.balanceUsd === null) return account;
-    const next = { ...account, balanceUsd: fromNanos(toNanos(account.balanceUsd) - nanos) };
-    const { state, alerts } = withTransitions(next, at);
-    await tx.saveAccount(state);
+    const { state, alerts } = await takeOffBalance(tx, account, nanos, at);
     // Alerts outside the transaction would be nicer; these are rare and the handler must not throw anyway.
     for (const event of alerts) alert(event);
     return state;
@@ -552,14 +566,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
             reservation: taken.id,
             upToUsd: fromNanos(taken.estimateNanos),
           });
-          if (account.balanceUsd === null) return { state: account, alerts: [] };
-          const next = {
-            ...account,
-            balanceUsd: fromNanos(toNanos(account.balanceUsd) - taken.estimateNanos),
-          };
-          const { state, alerts } = withTransitions(next, now());
-          await tx.saveAccount(state);
-          return { state, alerts };
+          return takeOffBalance(tx, account, taken.estimateNanos, now());
         }
         if (!(error instanceof TtsInsufficientBalanceError)) return { state: account, alerts: [] };
         const balanceUsd = error.balanceUsd ?? account.balanceUsd ?? undefined;
