@@ -34,7 +34,8 @@ export default defineConfig({
       },
       {
         test: {
-          // Three minutes of `npm run soak` (Herald as its own process): beside the file-serial e2e project.
+          // Three minutes of `npm run soak` (Herald as its own process). `npm test` (scripts/test.ts) runs it in a
+          // vitest process of its own, beside the file-serial e2e project: inside one run it would go first.
           name: 'soak',
           include: ['test/soak/**/*.test.ts'],
           testTimeout: 330_000,

@@ -1,0 +1,52 @@
+/**
+ * `npm test`: lint, typecheck, then every vitest project. The three-minute soak project runs in its own vitest
+ * process from the start, beside the rest: vitest runs the file-serial end-to-end project after every other
+ * project's files, so inside one vitest run the soak could never overlap it. The soak's output is printed when it
+ * ends, so the two runs' lines do not interleave. With arguments (`npm test -- test/foo.test.ts`) this is just
+ * `vitest run` with them.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+const args = process.argv.slice(2);
+
+/** Runs a command; resolves with its exit code, and its output when `quiet` (else it goes to ours). */
+function run(command: string, commandArgs: readonly string[], quiet = false) {
+  let child: ChildProcess | undefined;
+  const done = new Promise<{ code: number; output: string }>((resolve) => {
+    child = spawn(command, commandArgs, {
+      stdio: quiet ? ['ignore', 'pipe', 'pipe'] : 'inherit',
+      env: process.env,
+    });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.on('error', (error) => resolve({ code: 1, output: `${output}${error.message}\n` }));
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), output }));
+  });
+  return Object.assign(done, { stop: () => child?.kill('SIGTERM') });
+}
+
+const vitest = join(import.meta.dirname, '..', 'node_modules', '.bin', 'vitest');
+
+if (args.length > 0) {
+  process.exit((await run(vitest, ['run', ...args])).code);
+}
+
+const soak = run(vitest, ['run', '--project', 'soak'], true);
+let code = (await run('npm', ['run', '--silent', 'lint'])).code;
+if (code === 0) code = (await run('npm', ['run', '--silent', 'typecheck'])).code;
+if (code === 0) code = (await run(vitest, ['run', '--project', 'unit', '--project', 'e2e'])).code;
+if (code !== 0) {
+  // Lint, types or a test failed: the soak's verdict would not change the outcome.
+  soak.stop();
+  process.exit(code);
+}
+console.log('\n── the soak project (run beside the others) ──');
+const soaked = await soak;
+process.stdout.write(soaked.output);
+process.exit(soaked.code);
