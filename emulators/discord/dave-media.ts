@@ -68,6 +68,11 @@ interface Call {
 }
 
 const MAGIC_MARKER = 0xfafa;
+
+/** Whether a transport-decrypted payload carries DAVE end-to-end encryption (its last two bytes, the marker). */
+export function isE2ee(payload: Buffer): boolean {
+  return payload.length >= 2 && payload.readUInt16BE(payload.length - 2) === MAGIC_MARKER;
+}
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 
 /**
@@ -165,7 +170,7 @@ export function createDaveMedia(
   /** What the members present now make of a frame. */
   const hearNow = async (guildId: string, payload: Buffer): Promise<FrameHearing> => {
     const call = current(guildId);
-    const e2ee = payload.length >= 2 && payload.readUInt16BE(payload.length - 2) === MAGIC_MARKER;
+    const e2ee = isE2ee(payload);
     if (!call) {
       // No DAVE on this session: every member's client plays the frame as it arrives.
       const listeners = new Map<string, DecryptResult>();

@@ -93,11 +93,13 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     return (channelPermissions(guild, state.botMember(guild), channel) & PermissionFlagsBits.Speak) !== 0n;
   };
   const daveOffered = o.dave ?? true;
+  let membersDecrypt = o.membersDecrypt ?? true;
   const dave = createDaveMedia(botUser.id, daveOffered, o.onDaveEvent, o.daveListenerThreads);
   const voice = await createVoiceServer({
     dave,
     ...(o.onDaveEvent ? { onEvent: o.onDaveEvent } : {}),
     daveOffered: () => daveOffered,
+    membersDecrypt: () => membersDecrypt,
     cert: certificate.cert,
     key: certificate.key,
     heartbeatIntervalMs: o.voiceHeartbeatMs ?? 13_750,
@@ -383,6 +385,9 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       });
     },
     voice: (guild) => captureOf(guild.id).capture,
+    setMembersDecrypt: (on) => {
+      membersDecrypt = on;
+    },
     faults: {
       closeVoice: (guild, code) => {
         voice.closeSocket(guild.id, code, `Emulated close ${code}.`);

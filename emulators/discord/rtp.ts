@@ -1,5 +1,5 @@
 /** Transport encryption of voice packets (discord-protocol.md §7). */
-import { createDecipheriv } from 'node:crypto';
+import { createDecipheriv, type KeyObject } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
 /** The RTP header fields the capture keeps. */
@@ -14,9 +14,7 @@ export interface RtpFields {
 /** Decrypts one aead_aes256_gcm_rtpsize packet: AAD = RTP header, IV = 4-byte counter + 8 zero bytes. */
 export function decryptRtp(
   packet: Buffer,
-  sessionOf: (
-    ssrc: number,
-  ) => { readonly guildId: string; readonly secretKey: Buffer | undefined } | undefined,
+  sessionOf: (ssrc: number) => { readonly guildId: string; readonly key: KeyObject | undefined } | undefined,
 ): { guildId: string; payload: Buffer; frame: RtpFields } | undefined {
   const receivedAt = performance.now();
   const first = packet[0] ?? 0;
@@ -26,7 +24,7 @@ export function decryptRtp(
   const headerLength = 12 + 4 * csrcCount + (hasExtension ? 4 : 0);
   const ssrc = packet.readUInt32BE(8);
   const allocation = sessionOf(ssrc);
-  if (!allocation?.secretKey || packet.length < headerLength + 16 + 4) return undefined;
+  if (!allocation?.key || packet.length < headerLength + 16 + 4) return undefined;
   const header = packet.subarray(0, headerLength);
   const counter = packet.subarray(packet.length - 4);
   const tag = packet.subarray(packet.length - 4 - 16, packet.length - 4);
@@ -34,7 +32,7 @@ export function decryptRtp(
   const iv = Buffer.concat([counter, Buffer.alloc(8)]);
   let plain: Buffer;
   try {
-    const decipher = createDecipheriv('aes-256-gcm', allocation.secretKey, iv);
+    const decipher = createDecipheriv('aes-256-gcm', allocation.key, iv);
     decipher.setAAD(header);
     decipher.setAuthTag(tag);
     plain = Buffer.concat([decipher.update(body), decipher.final()]);

@@ -129,6 +129,13 @@ export interface DiscordEmulatorOptions {
    * is its own machine, and two members' commits are computed at the same time).
    */
   daveListenerThreads?: number;
+  /**
+   * Whether the members' clients decrypt each frame the bot sends (default true: the capture says who heard what).
+   * False: the capture records each frame's arrival time, RTP header and transport payload (with whether it is
+   * end-to-end encrypted) and no member decrypts it. For benchmarks of hundreds of streams on one machine, where
+   * decrypting 50 frames a second per member would take the bot's cores and delay the arrival times measured.
+   */
+  membersDecrypt?: boolean;
   /** Told of every step of the DAVE flows (and each voice session description), with times: for benchmarks. */
   onDaveEvent?: (event: DaveEvent) => void;
 }
@@ -253,6 +260,8 @@ export interface DiscordEmulator {
   ): Promise<SentMessage>;
   /** What the bot played in `guild`, across reconnects. */
   voice(guild: Guild): VoiceCapture;
+  /** Turns the members' decryption of each frame on or off from now on (see `membersDecrypt` in the options). */
+  setMembersDecrypt(on: boolean): void;
   /** Voice packets that failed to decrypt or matched no session. */
   readonly rejectedVoicePackets: number;
   /** Voice packets lost on purpose by {@link Faults.loseVoicePackets}. */

@@ -1,8 +1,8 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { createSecretKey, type KeyObject, randomBytes, randomInt } from 'node:crypto';
 import dgram from 'node:dgram';
 import https from 'node:https';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import type { DaveMedia } from './dave-media.ts';
+import { type DaveMedia, isE2ee } from './dave-media.ts';
 import type { DaveEvent } from './dave-protocol.ts';
 import { randomToken } from './model.ts';
 import { decryptRtp } from './rtp.ts';
@@ -48,6 +48,8 @@ export interface VoiceServerOptions {
   /** The DAVE layer; DAVE is offered to clients announcing version 1 while `daveOffered()` is true. */
   readonly dave: DaveMedia;
   readonly daveOffered: () => boolean;
+  /** False: frames are captured on arrival and no member decrypts them (see DiscordEmulatorOptions). */
+  readonly membersDecrypt: () => boolean;
   /** Told when a session description (op 4) is sent, as a `session` event. */
   readonly onEvent?: (event: DaveEvent) => void;
 }
@@ -87,6 +89,8 @@ interface Allocation {
   maxDave: number;
   ssrc: number;
   secretKey: Buffer | undefined;
+  /** `secretKey` as a key object, made once: the receiver decrypts 50 packets a second per stream with it. */
+  key: KeyObject | undefined;
   seq: number;
   ws: WebSocket | undefined;
   connected: boolean;
@@ -107,6 +111,8 @@ const OP = {
 const AES_MODE = 'aead_aes256_gcm_rtpsize';
 const XCHACHA_MODE = 'aead_xchacha20_poly1305_rtpsize';
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
+/** The listeners of a frame captured on arrival only (no member decrypted it). */
+const NOBODY_DECRYPTED: CapturedFrame['listeners'] = new Map();
 
 /** Starts the voice server on 127.0.0.1 (random TLS and UDP ports). */
 export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
@@ -193,6 +199,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         bySsrc.delete(allocation.ssrc);
         allocation.ssrc = randomInt(1, 2 ** 31);
         allocation.secretKey = undefined;
+        allocation.key = undefined;
         allocation.seq = 0;
         allocation.maxDave = Number(d.max_dave_protocol_version ?? 0);
         allocation.ws = ws;
@@ -227,6 +234,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
           return;
         }
         allocation.secretKey = randomBytes(32);
+        allocation.key = createSecretKey(allocation.secretKey);
         const daveVersion = options.daveOffered() && allocation.maxDave >= 1 ? 1 : 0;
         send(allocation, ws, {
           op: OP.sessionDescription,
@@ -330,6 +338,18 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       lost.count += 1;
       return;
     }
+    if (!options.membersDecrypt()) {
+      options.events.onFrame(frame.guildId, {
+        ...frame.frame,
+        opus: frame.payload,
+        payload: frame.payload,
+        e2ee: isE2ee(frame.payload),
+        dave: options.dave.group(frame.guildId) !== undefined,
+        listeners: NOBODY_DECRYPTED,
+        silence: frame.payload.equals(SILENCE),
+      });
+      return;
+    }
     // Members decrypt off this thread; a guild's hearings resolve in the order its frames arrived.
     options.dave
       .hear(frame.guildId, frame.payload)
@@ -382,6 +402,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         maxDave: 0,
         ssrc: 0,
         secretKey: undefined,
+        key: undefined,
         seq: 0,
         // The old socket stays with the old allocation; the library replaces it on the new endpoint.
         ws: undefined,

@@ -149,6 +149,31 @@ describe('DAVE with members in the channel', () => {
     expectAllDecrypted(await capture.untilSilent({ quietMs: 300 }), [member]);
     guild.joinVoice(admin, lounge);
   });
+
+  it("with the members' decryption off (the benchmark's receiver), frames are captured on arrival, still E2EE", async () => {
+    const { discord, guild, member, admin } = world;
+    const capture = discord.voice(guild);
+    await discord.slash(member, 'join');
+    await capture.untilConnected();
+    await until('both members in the DAVE group', () => discord.daveListener(guild, admin) !== undefined);
+    discord.setMembersDecrypt(false);
+    try {
+      capture.clear();
+      await discord.slash(member, 'speak', { text: 'Counted, not decrypted.' });
+      await until('the utterance and its trailing silence', () => capture.frames.some((f) => f.silence));
+      const sound = capture.frames.filter((f) => !f.silence);
+      expect(sound.length).toBeGreaterThan(10);
+      expect(sound.every((f) => f.e2ee && f.dave && f.listeners.size === 0)).toBe(true);
+      const seqs = capture.frames.map((f) => f.seq);
+      expect(seqs).toEqual(seqs.map((_, i) => ((seqs[0] ?? 0) + i) % 2 ** 16));
+    } finally {
+      discord.setMembersDecrypt(true);
+    }
+    await capture.untilSilent({ quietMs: 300 });
+    capture.clear();
+    await discord.slash(member, 'speak', { text: 'Decrypted again.' });
+    expectAllDecrypted(await capture.untilSilent({ quietMs: 300 }), [admin, member]);
+  });
 });
 
 describe('DAVE sole-member reset: Herald stays in the call while every member client leaves it', () => {
