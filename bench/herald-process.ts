@@ -5,6 +5,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
 
 const INDEX = join(import.meta.dirname, '..', 'src', 'index.ts');
@@ -36,7 +37,11 @@ export function startHeraldProcess(
   env: Record<string, string>,
   flags: readonly string[],
   cwd: string,
-  options: { readonly entry?: 'index' | 'shards' } = {},
+  options: {
+    readonly entry?: 'index' | 'shards';
+    /** The process's nice value (its shard processes inherit it): above 0, the machine's other work goes first. */
+    readonly nice?: number;
+  } = {},
 ): HeraldProcess {
   const script = options.entry === 'shards' ? SHARDS : INDEX;
   const child = spawn(process.execPath, [...flags, script], {
@@ -54,6 +59,7 @@ export function startHeraldProcess(
   const exited = once(child, 'exit');
   const pid = child.pid;
   if (pid === undefined) throw new Error('could not start Herald');
+  if (options.nice) setPriority(pid, options.nice);
   const ticks = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
   const running = () => child.exitCode === null && child.signalCode === null;
   return {

@@ -111,6 +111,7 @@ const OP = {
 const AES_MODE = 'aead_aes256_gcm_rtpsize';
 const XCHACHA_MODE = 'aead_xchacha20_poly1305_rtpsize';
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
+const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 /** The listeners of a frame captured on arrival only (no member decrypted it). */
 const NOBODY_DECRYPTED: CapturedFrame['listeners'] = new Map();
 
@@ -128,7 +129,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
 
   const https_ = https.createServer({ cert: options.cert, key: options.key });
   const wss = new WebSocketServer({ server: https_ });
-  const udp = dgram.createSocket('udp4');
+  // A receive buffer of 4 MiB (the kernel caps it at net.core.rmem_max): with hundreds of streams, the default
+  // 208 KiB holds about 300 packets, and any pause of this event loop longer than a few milliseconds would drop
+  // packets that a voice server would have received.
+  const udp = dgram.createSocket({ type: 'udp4', recvBufferSize: RECEIVE_BUFFER_BYTES });
 
   const later = (action: () => void): void => {
     if (handshakeDelayMs <= 0) {

@@ -73,7 +73,9 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
     mode: 'process',
     respawn: true,
   });
-  manager.on('shardCreate', (shard) => watchShard(shard, logger));
+  // discord.js emits 'death' for a shard stopped on purpose too (kill(), without respawning it).
+  let stopping = false;
+  manager.on('shardCreate', (shard) => watchShard(shard, logger, () => stopping));
   logger.info('starting shards', { count, ids: ids.join(','), spawnDelayMs: delay });
   await manager.spawn({ amount: count, delay, timeout: options.readyTimeoutMs ?? 60_000 });
   logger.info('every shard is ready', { count, ids: ids.join(',') });
@@ -135,6 +137,7 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
     ids,
     ops,
     async stop() {
+      stopping = true;
       await ops?.close();
       await Promise.all(
         shards().map(async (shard) => {
@@ -150,13 +153,17 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   };
 }
 
-/** Logs a shard's life: started, ready, died (and so respawned), and its errors. */
-function watchShard(shard: Shard, logger: Logger): void {
+/** Logs a shard's life: started, ready, died (and so respawned) or stopped, and its errors. */
+function watchShard(shard: Shard, logger: Logger, stopping: () => boolean): void {
   const log = logger.child({ shard: shard.id });
   shard.on('spawn', (child) => log.info('shard process started', { pid: (child as { pid?: number }).pid }));
   shard.on('ready', () => log.info('shard ready'));
   shard.on('death', (child) => {
     const exit = child as { exitCode?: number | null; signalCode?: string | null };
+    if (stopping()) {
+      log.info('shard process stopping');
+      return;
+    }
     log.warn('shard process died; starting it again', { code: exit.exitCode, signal: exit.signalCode });
   });
   // Without a listener an 'error' event would end the manager; a failed respawn is logged and tried at the next death.

@@ -27,6 +27,8 @@ describe('npm run bench (smoke, 20 servers)', () => {
     expect(step?.servers).toBe(20);
     // 1 s of audio is 50 packets a server; every server was heard.
     expect(step?.packets).toBeGreaterThanOrEqual(20 * 45);
+    expect(step?.silentServers).toBe(0);
+    expect(step?.lostPackets).toBe(0);
     expect(step?.cpuMsPerStreamSecond).toBeGreaterThan(0);
     expect(result.p5Memory.idleRssMb).toBeGreaterThan(0);
     expect(result.p6ColdBurst.servers).toBe(20);
