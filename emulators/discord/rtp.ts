@@ -11,12 +11,15 @@ export interface RtpFields {
   readonly timestamp: number;
 }
 
-/** Decrypts one aead_aes256_gcm_rtpsize packet: AAD = RTP header, IV = 4-byte counter + 8 zero bytes. */
+/**
+ * Decrypts one aead_aes256_gcm_rtpsize packet: AAD = RTP header, IV = 4-byte counter + 8 zero bytes.
+ * `receivedAt` is when it arrived (`performance.now()`), default now.
+ */
 export function decryptRtp(
   packet: Buffer,
   sessionOf: (ssrc: number) => { readonly guildId: string; readonly key: KeyObject | undefined } | undefined,
+  receivedAt: number = performance.now(),
 ): { guildId: string; payload: Buffer; frame: RtpFields } | undefined {
-  const receivedAt = performance.now();
   const first = packet[0] ?? 0;
   const csrcCount = first & 0x0f;
   const hasExtension = (first & 0x10) !== 0;

@@ -1,11 +1,11 @@
 import { createSecretKey, type KeyObject, randomBytes, randomInt } from 'node:crypto';
-import dgram from 'node:dgram';
 import https from 'node:https';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { type DaveMedia, isE2ee } from './dave-media.ts';
 import type { DaveEvent } from './dave-protocol.ts';
 import { randomToken } from './model.ts';
 import { decryptRtp } from './rtp.ts';
+import { startUdpReceiver } from './udp-receiver.ts';
 
 /** One RTP packet as the emulator received it, and what the members in the channel made of it. */
 export interface CapturedFrame {
@@ -111,6 +111,9 @@ const OP = {
 const AES_MODE = 'aead_aes256_gcm_rtpsize';
 const XCHACHA_MODE = 'aead_xchacha20_poly1305_rtpsize';
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
+// A receive buffer of 4 MiB (the kernel caps it at net.core.rmem_max): with hundreds of streams, the default
+// 208 KiB holds about 300 packets, and any pause of the receiving thread of a few milliseconds would drop packets
+// that a voice server would have received.
 const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 /** The listeners of a frame captured on arrival only (no member decrypted it). */
 const NOBODY_DECRYPTED: CapturedFrame['listeners'] = new Map();
@@ -129,10 +132,6 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
 
   const https_ = https.createServer({ cert: options.cert, key: options.key });
   const wss = new WebSocketServer({ server: https_ });
-  // A receive buffer of 4 MiB (the kernel caps it at net.core.rmem_max): with hundreds of streams, the default
-  // 208 KiB holds about 300 packets, and any pause of this event loop longer than a few milliseconds would drop
-  // packets that a voice server would have received.
-  const udp = dgram.createSocket({ type: 'udp4', recvBufferSize: RECEIVE_BUFFER_BYTES });
 
   const later = (action: () => void): void => {
     if (handshakeDelayMs <= 0) {
@@ -210,7 +209,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         bound.a = allocation;
         bySsrc.set(allocation.ssrc, allocation);
         handshakes.identified += 1;
-        const address = udp.address();
+        const address = { address: '127.0.0.1', port: udp.port };
         // AES-GCM first: the client takes the first listed mode it claims (see discord-protocol.md §6).
         const ready = (): void =>
           send(allocation, ws, {
@@ -318,21 +317,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     send(undefined, ws, { op: OP.hello, d: { heartbeat_interval: options.heartbeatIntervalMs, v: 8 } });
   });
 
-  udp.on('message', (message, remote) => {
-    if (message.length === 74 && message.readUInt16BE(0) === 1) {
-      // IP discovery: echo the sender's address, ASCII NUL-padded, port in the last two bytes.
-      const reply = Buffer.alloc(74);
-      reply.writeUInt16BE(2, 0);
-      reply.writeUInt16BE(70, 2);
-      reply.writeUInt32BE(message.readUInt32BE(4), 4);
-      reply.write(remote.address, 8, 'ascii');
-      reply.writeUInt16BE(remote.port, 72);
-      udp.send(reply, remote.port, remote.address);
-      return;
-    }
+  const onPacket = (message: Buffer, receivedAt: number): void => {
     // 8-byte keepalives need no answer.
     if (message.length < 12 + 16 + 4 || (message[0] ?? 0) >> 6 !== 2) return;
-    const frame = decryptRtp(message, (ssrc) => bySsrc.get(ssrc));
+    const frame = decryptRtp(message, (ssrc) => bySsrc.get(ssrc), receivedAt);
     if (!frame) {
       rejected.count += 1;
       return;
@@ -380,12 +368,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
           throw error;
         });
       });
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    udp.once('error', reject);
-    udp.bind(0, '127.0.0.1', () => resolve());
-  });
+  };
+  const udp = await startUdpReceiver(RECEIVE_BUFFER_BYTES, onPacket);
   await new Promise<void>((resolve) => https_.listen(0, '127.0.0.1', resolve));
   const address = https_.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -449,7 +433,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       wss.close();
       https_.closeAllConnections();
       await new Promise<void>((resolve) => https_.close(() => resolve()));
-      await new Promise<void>((resolve) => udp.close(() => resolve()));
+      await udp.close();
     },
   };
 }

@@ -160,7 +160,10 @@ describe('DAVE with members in the channel', () => {
     try {
       capture.clear();
       await discord.slash(member, 'speak', { text: 'Counted, not decrypted.' });
-      await until('the utterance and its trailing silence', () => capture.frames.some((f) => f.silence));
+      await until('the utterance and its trailing silence', () => {
+        const start = capture.frames.findIndex((f) => !f.silence);
+        return start >= 0 && capture.frames.slice(start).some((f) => f.silence);
+      });
       const sound = capture.frames.filter((f) => !f.silence);
       expect(sound.length).toBeGreaterThan(10);
       expect(sound.every((f) => f.e2ee && f.dave && f.listeners.size === 0)).toBe(true);

@@ -1,0 +1,80 @@
+/**
+ * The voice server's UDP socket, in a worker thread of its own: it answers IP discovery and timestamps every
+ * other datagram as it arrives, then hands them to the main thread in small batches. On Discord the media
+ * server is its own machine; here the emulated gateway, REST, interactions and TTS service share the main
+ * thread, and a packet read only after they let go would carry their delay as the bot's lateness.
+ * See udp-receiver.ts for the main thread's side.
+ */
+import dgram from 'node:dgram';
+import { performance } from 'node:perf_hooks';
+import { parentPort, workerData } from 'node:worker_threads';
+
+/** Worker → main thread. */
+export type FromReceiver =
+  | { readonly t: 'bound'; readonly port: number }
+  | {
+      readonly t: 'packets';
+      /** Datagrams, back to back; `lengths[i]` bytes each. */
+      readonly bytes: Uint8Array;
+      readonly lengths: readonly number[];
+      /** Arrival times, `performance.timeOrigin + performance.now()` of this thread (epoch ms, sub-ms). */
+      readonly at: readonly number[];
+    };
+
+const port = parentPort;
+if (!port) throw new Error('udp-receiver-worker.ts runs as a worker thread');
+const { receiveBufferBytes } = workerData as { receiveBufferBytes: number };
+
+/** How long the first packet of a batch waits for others before the batch goes to the main thread. */
+const BATCH_MS = 2;
+const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: receiveBufferBytes });
+let pending: { packets: Buffer[]; at: number[] } | undefined;
+
+const flush = (): void => {
+  const batch = pending;
+  pending = undefined;
+  if (!batch) return;
+  // A fresh buffer of its own (Buffer.concat may hand out a slice of the shared pool, which cannot be transferred).
+  const bytes = new Uint8Array(batch.packets.reduce((sum, packet) => sum + packet.length, 0));
+  let offset = 0;
+  for (const packet of batch.packets) {
+    bytes.set(packet, offset);
+    offset += packet.length;
+  }
+  const message: FromReceiver = {
+    t: 'packets',
+    bytes,
+    lengths: batch.packets.map((packet) => packet.length),
+    at: batch.at,
+  };
+  port.postMessage(message, [bytes.buffer]);
+};
+
+socket.on('message', (message, remote) => {
+  const at = performance.timeOrigin + performance.now();
+  if (message.length === 74 && message.readUInt16BE(0) === 1) {
+    // IP discovery: echo the sender's address, ASCII NUL-padded, port in the last two bytes.
+    const reply = Buffer.alloc(74);
+    reply.writeUInt16BE(2, 0);
+    reply.writeUInt16BE(70, 2);
+    reply.writeUInt32BE(message.readUInt32BE(4), 4);
+    reply.write(remote.address, 8, 'ascii');
+    reply.writeUInt16BE(remote.port, 72);
+    socket.send(reply, remote.port, remote.address);
+    return;
+  }
+  if (!pending) {
+    pending = { packets: [], at: [] };
+    setTimeout(flush, BATCH_MS);
+  }
+  pending.packets.push(message);
+  pending.at.push(at);
+});
+
+port.on('message', (message: { t: 'close' }) => {
+  if (message.t === 'close') socket.close(() => process.exit(0));
+});
+
+socket.bind(0, '127.0.0.1', () => {
+  port.postMessage({ t: 'bound', port: socket.address().port } satisfies FromReceiver);
+});
