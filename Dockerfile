@@ -9,9 +9,15 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+COPY patches ./patches
+# As scripts/setup.sh does: every dependency without lifecycle scripts, Herald's documented patches to them
+# (patches/README.md; the build fails if one no longer applies rather than shipping unpatched code), the addon,
+# then the development dependencies (patch-package among them) pruned away.
+RUN npm ci --ignore-scripts --no-audit --no-fund \
+ && npx --no -- patch-package --error-on-fail \
  && npm rebuild @discordjs/opus \
- && node -e 'require("@discordjs/opus"); console.log("opus addon ok")'
+ && node -e 'require("@discordjs/opus"); console.log("opus addon ok")' \
+ && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production \

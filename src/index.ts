@@ -1,12 +1,15 @@
 import 'dotenv/config';
+import { existsSync } from 'node:fs';
 import { isUnconfigured, parseConfig, secretsOf } from './config.ts';
 import { startHerald } from './herald.ts';
 import { createLogger } from './log.ts';
 
 // The process entry: configuration from the environment (and .env), a logger, then the bot. Only this file exits.
-// With no Discord and no TTS configuration at all, a first-time visitor gets the sandbox (sandbox/main.ts).
-if (isUnconfigured(process.env)) {
-  await import('../sandbox/main.ts');
+// With no Discord and no TTS configuration at all, a first-time visitor gets the sandbox (sandbox/main.ts). An
+// installation without it (the container image ships only the bot) lists what to configure instead.
+const SANDBOX = new URL('../sandbox/main.ts', import.meta.url);
+if (isUnconfigured(process.env) && existsSync(SANDBOX)) {
+  await import(SANDBOX.href);
 } else {
   await startBot();
 }

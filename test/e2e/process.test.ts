@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +78,24 @@ describe('npm start', () => {
       );
     } finally {
       taken.close();
+    }
+  });
+
+  it('lists what to configure when nothing is and the installation has no sandbox (the container image)', async () => {
+    // The image copies src/, commands/ and node_modules but neither sandbox/ nor emulators/.
+    const image = mkdtempSync(join(tmpdir(), 'herald-image-'));
+    try {
+      cpSync(join(ROOT, 'src'), join(image, 'src'), { recursive: true });
+      cpSync(join(ROOT, 'commands'), join(image, 'commands'), { recursive: true });
+      cpSync(join(ROOT, 'package.json'), join(image, 'package.json'));
+      symlinkSync(join(ROOT, 'node_modules'), join(image, 'node_modules'));
+      const { code, output } = await run(join(image, 'src', 'index.ts'), [], {}).done;
+      expect(code).toBe(1);
+      expect(output).toMatch(/^Herald cannot start; fix the configuration:/);
+      expect(output).toContain('  - DISCORD_TOKEN');
+      expect(output).not.toMatch(/ERR_MODULE_NOT_FOUND|\bat .+:\d+:\d+/);
+    } finally {
+      rmSync(image, { recursive: true, force: true });
     }
   });
 
