@@ -108,6 +108,47 @@ describe('blocking and coming back', () => {
   });
 });
 
+describe('a service that never reports the balance', () => {
+  // Issue 10: with no X-Balance-USD the guard once skipped the floor check, and with no price known counted spend
+  // as 0 so daily caps never applied. The emulator's charges and balance are the ground truth here.
+  const NO_BALANCE = { kind: 'headers', headers: { 'X-Balance-USD': null } } as const;
+
+  it('still never crosses the floor: the last known balance, less what each generation cost', async () => {
+    const w = await open({ tts: { balanceUsd: 0.545, ...PRICE }, env: { BUDGET_FLOOR_USD: '0.50' } });
+    // The first generation reports the balance; none after it does.
+    expect((await w.discord.slash(w.member, 'speak', { text: TEN })).content).toMatch(/Speaking now/);
+    await w.discord.voice(w.guild).untilSilent({ quietMs: 300 });
+    w.tts.inject(NO_BALANCE, { times: 50 });
+    const answers: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const reply = await w.discord.slash(w.member, 'speak', { text: TEN });
+      answers.push(reply.content);
+      if (REFUSED.test(reply.content)) break;
+      await w.discord.voice(w.guild).untilSilent({ quietMs: 300 });
+    }
+    const unreported = w.tts.requests.filter((r) => r.chargedUsd > 0 && r.faults.includes('headers'));
+    // 0.545 → 0.535 (reported) → 0.525 → 0.515 → 0.505 (deducted by Herald); a fifth would leave 0.495.
+    expect(unreported).toHaveLength(3);
+    expect(answers.at(-1)).toMatch(/below the floor the operator set|reached the floor the operator set/);
+    expect(w.tts.balanceUsd).toBeCloseTo(0.505, 6);
+  });
+
+  it('still applies a daily cap when no response says the balance or the cost, at the configured price', async () => {
+    const w = await open({ tts: { balanceUsd: 10, ...PRICE }, env: { BUDGET_PRICE_PER_CHAR_USD: '0.001' } });
+    w.tts.inject({ kind: 'headers', headers: { 'X-Balance-USD': null, 'X-Cost-USD': null } }, { times: 50 });
+    await w.discord.slash(w.admin, 'budget', { usd: 0.02 }, { subcommand: 'cap' });
+    const answers: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const reply = await w.discord.slash(w.member, 'speak', { text: TEN });
+      answers.push(reply.content);
+      if (!/Speaking now|Queued/.test(reply.content)) break;
+      await w.discord.voice(w.guild).untilSilent({ quietMs: 300 });
+    }
+    expect(w.tts.requests.filter((r) => r.chargedUsd > 0)).toHaveLength(2);
+    expect(answers.at(-1)).toMatch(/This server has used its daily speech budget: \$0\.02 of \$0\.02/);
+  });
+});
+
 describe('fairness', () => {
   it('refuses past a server’s daily cap with its own message', async () => {
     const w = await open({ tts: { balanceUsd: 10, ...PRICE } });

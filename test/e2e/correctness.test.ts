@@ -244,6 +244,20 @@ describe('Discord’s three-second deadline', () => {
     const set = await w.discord.slash(w.admin, 'voice-set', { speaker: 'Bella', scope: 'me' });
     expect(set.content).toMatch(/Your voice in this server is now Bella/);
   });
+
+  it('/voice-set answers (deferred) while a cold voice list takes 10 s to load', async () => {
+    const w = await open();
+    w.tts.inject({ kind: 'delay-headers', ms: 10_000 }, { route: 'speakers', times: 2 });
+    await w.restart(); // a cold voice list, and /voice-set is the first to need it
+    const set = await w.discord.slash(
+      w.admin,
+      'voice-set',
+      { speaker: 'Bella', scope: 'me' },
+      { timeoutMs: 30_000 },
+    );
+    expect(set.deferred).toBe(true);
+    expect(set.content).toMatch(/Your voice in this server is now Bella/);
+  });
 });
 
 describe('the budget guard stops only for money, and comes back by itself', () => {

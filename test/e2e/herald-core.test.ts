@@ -181,6 +181,8 @@ describe('/skip, /stop, /leave', () => {
     expect((await world.discord.slash(world.member, 'stop')).content).toBe('Stopped; 2 messages cleared.');
     const heard = await world.discord.voice(world.guild).untilSilent();
     expect(heard.segments.map((s) => s.dominantHz)).toEqual([near(adam.toneHz)]);
+    // /stop cuts the voice playing too: well short of the whole of it.
+    expect(heard.soundMs).toBeLessThan(expectedDurationMs('y'.repeat(120)) / 2);
     expect(world.guild.botVoiceChannelId()).toBe(world.lounge.id);
 
     expect((await world.discord.slash(world.member, 'leave')).content).toBe('Left the voice channel.');
