@@ -14,6 +14,7 @@ export { type DiskCache, type DiskCacheOptions, openDiskCache, type PutOutcome }
 export { decodeEntry, type Entry, type EntryMeta, encodeEntry } from './entry-file.ts';
 export { type CacheKeyParts, cacheKey } from './key.ts';
 export {
+  CACHE_MIGRATIONS,
   type CacheHit,
   type CacheSavings,
   type CacheStore,

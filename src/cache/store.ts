@@ -6,7 +6,10 @@ export interface CacheHit {
   readonly guildId: string;
   readonly userId: string;
   readonly characters: number;
-  /** What the service charged when the audio was generated; what this hit did not spend. */
+  /**
+   * What the service charged when the audio was generated; what this hit did not spend. Stored as whole
+   * nano-dollars, so a sum of many hits never drifts.
+   */
   readonly savedUsd: number;
   /** Ms since the epoch. */
   readonly at: number;
@@ -37,8 +40,11 @@ export interface CacheStore {
   ): Promise<{ readonly day: CacheSavings; readonly total: CacheSavings }>;
 }
 
-/** Append only: a released migration is never edited. */
-const CACHE_MIGRATIONS: Migrations = {
+/**
+ * The cache tables' migrations on each engine, applied by {@link createCacheStore}. Append only: a released
+ * migration is never edited. Money is whole nano-dollars from version 2 on, as in the budget's tables.
+ */
+export const CACHE_MIGRATIONS: Migrations = {
   sqlite: [
     `CREATE TABLE audio_cache_installation (
        id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -57,6 +63,22 @@ const CACHE_MIGRATIONS: Migrations = {
        at INTEGER NOT NULL,
        day TEXT NOT NULL
      );
+     CREATE INDEX audio_cache_ledger_guild_day ON audio_cache_ledger (guild_id, day);`,
+    // SQLite cannot change a column's type: the ledger is copied into a table with an integer column.
+    `CREATE TABLE audio_cache_ledger_v2 (
+       id INTEGER PRIMARY KEY AUTOINCREMENT,
+       guild_id TEXT NOT NULL,
+       user_id TEXT NOT NULL,
+       characters INTEGER NOT NULL,
+       saved_nanos INTEGER NOT NULL,
+       at INTEGER NOT NULL,
+       day TEXT NOT NULL
+     );
+     INSERT INTO audio_cache_ledger_v2
+       SELECT id, guild_id, user_id, characters, CAST(ROUND(saved_usd * 1e9) AS INTEGER), at, day
+       FROM audio_cache_ledger;
+     DROP TABLE audio_cache_ledger;
+     ALTER TABLE audio_cache_ledger_v2 RENAME TO audio_cache_ledger;
      CREATE INDEX audio_cache_ledger_guild_day ON audio_cache_ledger (guild_id, day);`,
   ],
   postgres: [
@@ -78,8 +100,15 @@ const CACHE_MIGRATIONS: Migrations = {
        day TEXT NOT NULL
      );
      CREATE INDEX audio_cache_ledger_guild_day ON audio_cache_ledger (guild_id, day);`,
+    // NUMERIC's ROUND breaks ties away from zero, as Math.round does for savings (never negative); a double's
+    // ROUND may break them to even.
+    `ALTER TABLE audio_cache_ledger
+       ALTER COLUMN saved_usd TYPE BIGINT USING ROUND((saved_usd * 1e9)::NUMERIC)::BIGINT;
+     ALTER TABLE audio_cache_ledger RENAME COLUMN saved_usd TO saved_nanos;`,
   ],
 };
+
+const NANOS = 1e9;
 
 /** The UTC day of a time in ms, as `YYYY-MM-DD`. */
 function utcDay(at: number): string {
@@ -90,10 +119,10 @@ function utcDay(at: number): string {
 export async function createCacheStore(db: Database): Promise<CacheStore> {
   await db.migrate('cache', CACHE_MIGRATIONS);
   const sum =
-    'COUNT(*) AS hits, COALESCE(SUM(characters), 0) AS characters, COALESCE(SUM(saved_usd), 0) AS usd';
+    'COUNT(*) AS hits, COALESCE(SUM(characters), 0) AS characters, COALESCE(SUM(saved_nanos), 0) AS nanos';
   const toSavings = (row: unknown): CacheSavings => {
-    const r = row as { hits: number; characters: number; usd: number };
-    return { hits: Number(r.hits), characters: Number(r.characters), usd: Number(r.usd) };
+    const r = row as { hits: number; characters: number; nanos: number };
+    return { hits: Number(r.hits), characters: Number(r.characters), usd: Number(r.nanos) / NANOS };
   };
 
   return {
@@ -123,8 +152,8 @@ export async function createCacheStore(db: Database): Promise<CacheStore> {
     },
     async recordHit(hit) {
       await db.run(
-        'INSERT INTO audio_cache_ledger (guild_id, user_id, characters, saved_usd, at, day) VALUES ($1, $2, $3, $4, $5, $6)',
-        [hit.guildId, hit.userId, hit.characters, hit.savedUsd, hit.at, utcDay(hit.at)],
+        'INSERT INTO audio_cache_ledger (guild_id, user_id, characters, saved_nanos, at, day) VALUES ($1, $2, $3, $4, $5, $6)',
+        [hit.guildId, hit.userId, hit.characters, Math.round(hit.savedUsd * NANOS), hit.at, utcDay(hit.at)],
       );
     },
     async savings(guildId, day) {

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { CACHE_DEFAULTS, createCacheStore, parseCacheConfig } from '../../src/cache/index.ts';
+import {
+  CACHE_DEFAULTS,
+  CACHE_MIGRATIONS,
+  createCacheStore,
+  parseCacheConfig,
+} from '../../src/cache/index.ts';
 import { openDatabase } from '../../src/storage/index.ts';
+import { describeEachBackend } from '../support/databases.ts';
 
 const memory = () => openDatabase({ kind: 'sqlite', path: ':memory:' });
 
@@ -35,6 +41,46 @@ describe('the cache store', () => {
     expect(savings.day).toEqual({ hits: 2, characters: 8, usd: expect.closeTo(0.0008, 9) });
     expect(savings.total).toEqual({ hits: 3, characters: 18, usd: expect.closeTo(0.0018, 9) });
     expect((await store.savings('g3', '2026-01-02')).total).toEqual({ hits: 0, characters: 0, usd: 0 });
+  });
+});
+
+describeEachBackend('savings as whole nano-dollars (cache migration 2)', (backend) => {
+  it('converts a version-1 ledger kept in floating-point dollars, and stores integers from then on', async () => {
+    const db = (await backend.fresh()).open();
+    const version1 = {
+      sqlite: CACHE_MIGRATIONS.sqlite.slice(0, 1),
+      postgres: CACHE_MIGRATIONS.postgres.slice(0, 1),
+    };
+    await db.migrate('cache', version1);
+    const at = Date.UTC(2026, 0, 2, 12);
+    const insert = `INSERT INTO audio_cache_ledger (guild_id, user_id, characters, saved_usd, at, day)
+      VALUES ('g', 'u', $1, $2, $3, '2026-01-02')`;
+    // 0.1 + 0.2 and 0.0123 are not exact in binary; each is whole nano-dollars once rounded.
+    await db.run(insert, [10, 0.1 + 0.2, at]);
+    await db.run(insert, [3, 0.0123, at]);
+    await db.run(insert, [4, 0.49999999999999994, at]);
+    const store = await createCacheStore(db);
+    expect(await db.all('SELECT saved_nanos FROM audio_cache_ledger ORDER BY id')).toEqual([
+      { saved_nanos: 300_000_000 },
+      { saved_nanos: 12_300_000 },
+      { saved_nanos: 500_000_000 },
+    ]);
+    const type =
+      db.dialect === 'sqlite'
+        ? 'SELECT DISTINCT typeof(saved_nanos) AS type FROM audio_cache_ledger'
+        : `SELECT data_type AS type FROM information_schema.columns
+           WHERE table_name = 'audio_cache_ledger' AND column_name = 'saved_nanos'`;
+    expect(await db.all(type)).toEqual([{ type: db.dialect === 'sqlite' ? 'integer' : 'bigint' }]);
+
+    await store.recordHit({ guildId: 'g', userId: 'u', characters: 7, savedUsd: 0.0000000016, at });
+    expect(await db.get('SELECT saved_nanos FROM audio_cache_ledger WHERE characters = 7')).toEqual({
+      saved_nanos: 2,
+    });
+    // The sum is exact: 0.812300002, not a float's approximation of it.
+    expect(await store.savings('g', '2026-01-02')).toEqual({
+      day: { hits: 4, characters: 24, usd: 812_300_002 / 1e9 },
+      total: { hits: 4, characters: 24, usd: 812_300_002 / 1e9 },
+    });
   });
 });
 
