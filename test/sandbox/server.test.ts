@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/server.ts';
 import { statusForHost } from '../support/http.ts';
@@ -43,6 +44,13 @@ describe('the sandbox with a real TTS service configured', () => {
       blocked: null,
       ledger: [],
     });
+    // Everything the page is sent over its WebSocket while Herald speaks (state as text, audio as binary).
+    const socket = new WebSocket(new URL('/ws', sandbox.url.replace(/^http/, 'ws')), {
+      origin: new URL(sandbox.url).origin,
+    });
+    const sent: Buffer[] = [];
+    socket.on('message', (data: Buffer) => sent.push(Buffer.from(data)));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
     const bob = state.members.find((m: { name: string }) => m.name === 'Bob Member');
     const general = state.channels.find((c: { name: string }) => c.name === 'general');
     expect(
@@ -60,6 +68,10 @@ describe('the sandbox with a real TTS service configured', () => {
       expect.objectContaining({ userId: bob.id, characters: 2, costUsd: service.totalChargedUsd() }),
     ]);
     expect(after).not.toContain(service.apiKey);
+    socket.close();
+    const text = sent.filter((frame) => frame[0] === 0x7b).map((frame) => frame.toString('utf8'));
+    expect(text.some((frame) => frame.includes('Speaking now as Bella'))).toBe(true);
+    expect(sent.some((frame) => frame.includes(service.apiKey))).toBe(false);
     // The emulated account's controls are not offered for a real one.
     expect((await api('service', { action: 'drain' })).status).toBe(400);
   });
