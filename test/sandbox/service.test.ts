@@ -64,6 +64,56 @@ describe('the emulated service panel', () => {
     ]);
   });
 
+  it('injects latency, a stalled stream and a reset into the next request', async () => {
+    const panel = createEmulatedServicePanel(tts, { pricePerCharUsd: 0.001, floorUsd: 0 });
+    panel.act({ action: 'top-up', usd: 5 });
+    const long = 'A sentence long enough for the audio to pass four hundred bytes.';
+    const post = (signal?: AbortSignal) =>
+      fetch(`${tts.baseUrl}/speech/generate`, {
+        method: 'POST',
+        headers: { 'X-API-Key': tts.apiKey, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ text: long, speaker_id: bella }),
+        signal,
+      });
+
+    panel.act({ action: 'fault', fault: 'latency' });
+    const started = performance.now();
+    expect(await generate(long)).toBe(200);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(2900);
+
+    panel.act({ action: 'fault', fault: 'reset' });
+    const reset = await post();
+    await expect(reset.arrayBuffer()).rejects.toThrow();
+
+    panel.act({ action: 'fault', fault: 'stall' });
+    const abort = new AbortController();
+    const stalled = await post(abort.signal);
+    const reader = (stalled.body as ReadableStream<Uint8Array>).getReader();
+    let bytes = 0;
+    const outcome = await new Promise<string>((resolve) => {
+      const timer = setTimeout(() => resolve('stalled'), 1000);
+      const pump = (): void => {
+        reader.read().then(
+          ({ done, value }) => {
+            if (done) {
+              clearTimeout(timer);
+              resolve('ended');
+              return;
+            }
+            bytes += value.byteLength;
+            pump();
+          },
+          () => resolve('failed'),
+        );
+      };
+      pump();
+    });
+    abort.abort();
+    expect(outcome).toBe('stalled');
+    expect(bytes).toBeGreaterThanOrEqual(400);
+    expect(await generate('hi')).toBe(200);
+  });
+
   it('refuses what it does not know', () => {
     const panel = createEmulatedServicePanel(tts, { pricePerCharUsd: 0.001, floorUsd: 0 });
     expect(() => panel.act({ action: 'fault', fault: 'meteor' })).toThrow(BadRequest);
