@@ -4,6 +4,7 @@ export {
   type AddWordOutcome,
   createMemberStore,
   MEMBER_LIMITS,
+  MEMBER_MIGRATIONS,
   type MemberStore,
 } from './store.ts';
 export { resolveTemperature, tunedSynthesize } from './tuning.ts';

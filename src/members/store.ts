@@ -45,8 +45,8 @@ export interface MemberStore {
   setGuildTemperature(guildId: string, temperature: number | null): Promise<void>;
 }
 
-/** Append only: a released migration is never edited. */
-const MEMBER_MIGRATIONS: Migrations = {
+/** The member tables' migrations, applied by {@link createMemberStore}. Append only: a released one is never edited. */
+export const MEMBER_MIGRATIONS: Migrations = {
   sqlite: [
     `CREATE TABLE member_dictionary (
        guild_id TEXT NOT NULL,

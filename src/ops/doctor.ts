@@ -1,8 +1,7 @@
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import {
   Client,
   Events,
@@ -12,17 +11,15 @@ import {
   type PermissionResolvable,
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
 } from 'discord.js';
-import { AUTOREAD_MIGRATIONS } from '../autoread/settings.ts';
-import { BUDGET_MIGRATIONS, formatUsd } from '../budget/index.ts';
 import type { Config } from '../config.ts';
-import { findSpeaker } from '../speakers.ts';
-import { SETTINGS_MIGRATIONS } from '../storage/index.ts';
 import { type Speaker, TtsAuthenticationError, type TtsClient } from '../tts/index.ts';
+import { autoReadChannels, databaseChecks, readDatabase } from './doctor-database.ts';
 
 /**
  * `npm run doctor`: everything that stops Herald from speaking, checked without a paid call, each failure with one
  * line saying how to fix it. The checks take their world as arguments (config, HTTP, a gateway login, the
- * database path), so tests run them against the emulators.
+ * database's URL), so tests run them against the emulators and a throwaway PostgreSQL. The database's checks live
+ * in doctor-database.ts.
  */
 
 /** One row of the report. */
@@ -89,7 +86,9 @@ export async function runDoctor(context: DoctorContext): Promise<DoctorCheck[]> 
     opusCheck(context.loadOpus ?? loadOpus),
   ];
 
-  const discord = await discordChecks(context);
+  // Read first: the permission checks need the auto-read channels, the database rows need the servers' names.
+  const database = await readDatabase(config);
+  const discord = await discordChecks(context, autoReadChannels(database));
   checks.push(...discord.checks);
 
   let speakers: readonly Speaker[] | undefined;
@@ -120,7 +119,7 @@ export async function runDoctor(context: DoctorContext): Promise<DoctorCheck[]> 
     );
   }
 
-  checks.push(...databaseChecks(config, speakers, discord.guilds));
+  checks.push(...databaseChecks(config, database, speakers, discord.guilds));
   if (context.cacheDir !== undefined) checks.push(cacheCheck(context.cacheDir));
   return checks;
 }
@@ -195,6 +194,7 @@ interface GuildFacts {
 /** Token, application, intent, commands and per-server permissions. */
 async function discordChecks(
   context: DoctorContext,
+  autoRead: ReadonlyMap<string, readonly string[]>,
 ): Promise<{ checks: DoctorCheck[]; guilds: readonly GuildFacts[] | undefined }> {
   const { config } = context;
   const doFetch = context.fetch ?? fetch;
@@ -306,7 +306,7 @@ async function discordChecks(
   try {
     const guilds = [...client.guilds.cache.values()].map((guild) => ({ id: guild.id, name: guild.name }));
     checks.push(await commandChecks(context, get, guilds));
-    checks.push(...permissionChecks(client, config));
+    checks.push(...permissionChecks(client, autoRead));
     return { checks, guilds };
   } finally {
     await client.destroy();
@@ -392,8 +392,10 @@ const VOICE_NEEDS: readonly [PermissionResolvable, string][] = [
 ];
 
 /** Per server: auto-read channels need View and Send; every voice channel Herald can see needs Connect and Speak. */
-function permissionChecks(client: Client<true>, config: Config): DoctorCheck[] {
-  const bound = boundChannels(config.database.kind === 'sqlite' ? config.database.path : ':memory:');
+function permissionChecks(
+  client: Client<true>,
+  bound: ReadonlyMap<string, readonly string[]>,
+): DoctorCheck[] {
   const checks: DoctorCheck[] = [];
   for (const guild of client.guilds.cache.values()) {
     const me = guild.members.me;
@@ -439,233 +441,6 @@ function permissionChecks(client: Client<true>, config: Config): DoctorCheck[] {
             fix: 'Server Settings → Roles (or the channel’s Permissions): allow Herald’s role View Channel, Send Messages, Connect and Speak there.',
           },
     );
-  }
-  return checks;
-}
-
-/** Auto-read channels per server, read without changing the database; empty when it cannot be read. */
-function boundChannels(path: string): Map<string, string[]> {
-  const bound = new Map<string, string[]>();
-  withDatabase(path, (db) => {
-    for (const row of db.prepare('SELECT guild_id, channel_id FROM autoread_channels').all() as {
-      guild_id: string;
-      channel_id: string;
-    }[]) {
-      bound.set(row.guild_id, [...(bound.get(row.guild_id) ?? []), row.channel_id]);
-    }
-  });
-  return bound;
-}
-
-/** Opens the database read-only for `use`; false when it does not exist or cannot be read. */
-function withDatabase(path: string, use: (db: DatabaseSync) => void): boolean {
-  if (path === ':memory:' || !existsSync(path)) return false;
-  let db: DatabaseSync | undefined;
-  try {
-    db = new DatabaseSync(path, { readOnly: true });
-    use(db);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    db?.close();
-  }
-}
-
-const COMPONENTS: readonly [string, number][] = [
-  ['settings', SETTINGS_MIGRATIONS.sqlite.length],
-  ['autoread', AUTOREAD_MIGRATIONS.sqlite.length],
-  ['budget', BUDGET_MIGRATIONS.sqlite.length],
-];
-
-/** The database, the stored voices and the last balance. */
-function databaseChecks(
-  config: Config,
-  speakers: readonly Speaker[] | undefined,
-  guilds: readonly GuildFacts[] | undefined,
-): DoctorCheck[] {
-  if (config.database.kind === 'postgres') {
-    // The doctor reads a SQLite file read-only; a PostgreSQL database is migrated and checked by Herald at start.
-    return [
-      {
-        name: 'Database',
-        status: 'ok',
-        detail: 'PostgreSQL (DATABASE_URL): not inspected by the doctor; Herald migrates it at start',
-      },
-    ];
-  }
-  const path = config.database.path;
-  if (path === ':memory:') {
-    return [
-      {
-        name: 'Database',
-        status: 'fail',
-        blocks: false,
-        detail: 'in memory: settings and the budget ledger are lost at every restart',
-        fix: 'Set DATABASE_URL=sqlite:./data/herald.sqlite (or another file that is backed up).',
-      },
-    ];
-  }
-  if (!existsSync(path)) {
-    return [
-      { name: 'Database', status: 'ok', detail: `${path} does not exist yet; Herald creates it at start` },
-    ];
-  }
-  const checks: DoctorCheck[] = [];
-  let versions: Map<string, number> | undefined;
-  let error: unknown;
-  let storedVoices: { where: string; id: string }[] = [];
-  let account:
-    | {
-        balance_usd: number | null;
-        balance_seen_at: number | null;
-        blocked_since: number | null;
-        blocked_reason: string | null;
-      }
-    | undefined;
-  try {
-    const db = new DatabaseSync(path, { readOnly: true });
-    try {
-      versions = new Map(
-        (
-          db.prepare('SELECT component, version FROM schema_migrations').all() as {
-            component: string;
-            version: number;
-          }[]
-        ).map((row) => [row.component, row.version]),
-      );
-      if ((versions.get('settings') ?? 0) >= 1) {
-        const names = new Map((guilds ?? []).map((guild) => [guild.id, guild.name]));
-        storedVoices = [
-          ...(
-            db
-              .prepare(
-                'SELECT guild_id, default_speaker_id AS id FROM guild_settings WHERE default_speaker_id IS NOT NULL',
-              )
-              .all() as {
-              guild_id: string;
-              id: string;
-            }[]
-          ).map((row) => ({ where: `${names.get(row.guild_id) ?? row.guild_id}'s voice`, id: row.id })),
-          ...(
-            db
-              .prepare('SELECT guild_id, speaker_id AS id FROM member_settings WHERE speaker_id IS NOT NULL')
-              .all() as {
-              guild_id: string;
-              id: string;
-            }[]
-          ).map((row) => ({
-            where: `a member's voice in ${names.get(row.guild_id) ?? row.guild_id}`,
-            id: row.id,
-          })),
-        ];
-      }
-      if ((versions.get('budget') ?? 0) >= 1) {
-        account = db
-          .prepare(
-            // Budget migration 2 keeps money as whole nano-dollars.
-            `SELECT ${(versions.get('budget') ?? 0) >= 2 ? 'balance_nanos / 1e9' : 'balance_usd'} AS balance_usd,
-               balance_seen_at, blocked_since, blocked_reason FROM budget_account WHERE id = 1`,
-          )
-          .get() as typeof account;
-      }
-    } finally {
-      db.close();
-    }
-  } catch (caught) {
-    error = caught;
-  }
-  if (versions === undefined) {
-    return [
-      {
-        name: 'Database',
-        status: 'fail',
-        blocks: true,
-        detail: `${path} cannot be read: ${messageOf(error)}`,
-        fix: 'Check the file’s permissions and that it is a Herald SQLite database (restore the backup if it is damaged).',
-      },
-    ];
-  }
-  const newer = COMPONENTS.filter(([name, known]) => (versions.get(name) ?? 0) > known);
-  const behind = COMPONENTS.filter(([name, known]) => (versions.get(name) ?? 0) < known);
-  checks.push(
-    newer.length > 0
-      ? {
-          name: 'Database',
-          status: 'fail',
-          blocks: true,
-          detail: `${path}: ${newer.map(([name]) => name).join(', ')} tables were written by a newer Herald`,
-          fix: 'Upgrade Herald to the version that wrote this database (or restore an older backup).',
-        }
-      : {
-          name: 'Database',
-          status: 'ok',
-          detail: `${path}: reachable, ${behind.length === 0 ? 'migrations current' : `${behind.map(([name]) => name).join(', ')} migrated at the next start`}`,
-        },
-  );
-
-  if (speakers !== undefined) {
-    const configured =
-      config.tts.defaultSpeaker === undefined
-        ? []
-        : [{ where: 'TTS_DEFAULT_SPEAKER', id: config.tts.defaultSpeaker }];
-    const gone = [...configured, ...storedVoices].filter(
-      (voice) => findSpeaker(speakers, voice.id) === undefined,
-    );
-    checks.push(
-      gone.length === 0
-        ? {
-            name: 'Stored voices',
-            status: 'ok',
-            detail: `${configured.length + storedVoices.length} chosen voices, all still offered`,
-          }
-        : {
-            name: 'Stored voices',
-            status: 'fail',
-            blocks: false,
-            detail: `no longer offered: ${gone.map((voice) => `${voice.where} (${voice.id})`).join('; ')}; Herald falls back to the next choice`,
-            fix: 'Choose a voice again with /voice-set (server or member), or fix TTS_DEFAULT_SPEAKER; /voices lists what is offered.',
-          },
-    );
-  }
-
-  const floor = config.budget.floorUsd;
-  const warn = config.budget.warnUsd;
-  const balance = account?.balance_usd ?? null;
-  const seen = account?.balance_seen_at ? ` (seen ${new Date(account.balance_seen_at).toISOString()})` : '';
-  if (account?.blocked_since != null) {
-    checks.push({
-      name: 'Budget',
-      status: 'fail',
-      blocks: true,
-      detail: `spending stopped (${account.blocked_reason ?? 'floor-reached'}); last balance ${balance === null ? 'unknown' : formatUsd(balance)}${seen}, floor ${formatUsd(floor)}`,
-      fix: 'Top up the TTS account: Herald re-checks by itself every BUDGET_RECHECK_MINUTES, or an operator runs /budget recheck.',
-    });
-  } else if (balance !== null && balance <= floor) {
-    checks.push({
-      name: 'Budget',
-      status: 'fail',
-      blocks: true,
-      detail: `last balance ${formatUsd(balance)}${seen} is at or under the floor ${formatUsd(floor)}`,
-      fix: 'Top up the TTS account (Herald re-checks by itself, or run /budget recheck), or lower BUDGET_FLOOR_USD.',
-    });
-  } else if (balance !== null && warn !== undefined && balance <= warn) {
-    checks.push({
-      name: 'Budget',
-      status: 'fail',
-      blocks: false,
-      detail: `last balance ${formatUsd(balance)}${seen} is under the warning level ${formatUsd(warn)} (floor ${formatUsd(floor)})`,
-      fix: 'Top up the TTS account soon.',
-    });
-  } else {
-    checks.push({
-      name: 'Budget',
-      status: 'ok',
-      detail:
-        balance === null
-          ? `no balance seen yet (floor ${formatUsd(floor)})`
-          : `last balance ${formatUsd(balance)}${seen}, floor ${formatUsd(floor)}${warn === undefined ? '' : `, warning at ${formatUsd(warn)}`}`,
-    });
   }
   return checks;
 }

@@ -5,7 +5,7 @@
 import type { Database } from './database.ts';
 
 export type { Database, Dialect, Migrations, Queryable, SqlValue } from './database.ts';
-export { type DatabaseConfig, openDatabase } from './open.ts';
+export { type DatabaseConfig, type OpenDatabaseOptions, openDatabase } from './open.ts';
 
 /** A server's settings; reads of a server never configured return {@link defaultGuildSettings}. */
 export interface GuildSettings {

@@ -7,9 +7,15 @@ export type DatabaseConfig =
   | { readonly kind: 'sqlite'; readonly path: string }
   | { readonly kind: 'postgres'; readonly url: string; readonly poolSize: number };
 
+/** Options of {@link openDatabase}. */
+export interface OpenDatabaseOptions {
+  /** PostgreSQL only: how long opening a connection may take before the statement waiting for it fails. */
+  readonly connectTimeoutMs?: number;
+}
+
 /** Opens the configured database: a SQLite file (or `:memory:`) or a PostgreSQL pool. */
-export function openDatabase(config: DatabaseConfig): Database {
+export function openDatabase(config: DatabaseConfig, options: OpenDatabaseOptions = {}): Database {
   return config.kind === 'sqlite'
     ? openSqliteDatabase(config.path)
-    : openPostgresDatabase({ url: config.url, poolSize: config.poolSize });
+    : openPostgresDatabase({ url: config.url, poolSize: config.poolSize, ...options });
 }

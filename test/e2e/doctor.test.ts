@@ -1,16 +1,19 @@
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PermissionFlagsBits } from 'discord.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { commands } from '../../commands/index.ts';
 import { type DiscordEmulator, type Guild, startDiscordEmulator } from '../../emulators/discord/index.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { createAutoReadStore } from '../../src/autoread/settings.ts';
 import { createBudgetStore } from '../../src/budget/index.ts';
+import { createCacheStore } from '../../src/cache/index.ts';
 import { parseConfig } from '../../src/config.ts';
+import { createMemberStore } from '../../src/members/index.ts';
 import {
   blocksSpeaking,
   type DoctorCheck,
@@ -20,6 +23,7 @@ import {
 } from '../../src/ops/index.ts';
 import { createSettingsStore, openDatabase } from '../../src/storage/index.ts';
 import { createTtsClient } from '../../src/tts/index.ts';
+import { createDatabase } from '../support/postgres.ts';
 import { heraldEnv } from './harness.ts';
 
 // `npm run doctor` on the emulators: a good setup is all ✓; each fault gives its ✗ and its fix line.
@@ -27,6 +31,7 @@ import { heraldEnv } from './harness.ts';
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
 const GONE_VOICE = '9f9f9f9f-0000-4000-8000-000000000009';
+const cluster = inject('postgres');
 
 let discord: DiscordEmulator;
 let tts: TtsEmulator;
@@ -265,5 +270,213 @@ describe('npm run doctor', () => {
     expect(failure?.stdout).toMatch(/✗ Configuration +DISCORD_TOKEN is missing/);
     expect(failure?.stdout).toMatch(/✗ Configuration +TTS_BASE_URL/);
     expect(failure?.stdout).not.toContain(tts.apiKey);
+  });
+});
+
+/** A loopback port nothing listens on: bound, then released. */
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject()));
+    });
+  });
+}
+
+/**
+ * A loopback server that answers every PostgreSQL startup with one ErrorResponse ('E': severity, SQLSTATE,
+ * message), as a server refusing the login does; the throwaway cluster trusts every login, so it cannot.
+ */
+async function refusingPostgres(sqlState: string, message: string): Promise<Server> {
+  const server = createServer((socket) => {
+    socket.once('data', () => {
+      const fields = Buffer.from(`SFATAL\0C${sqlState}\0M${message}\0\0`);
+      const head = Buffer.alloc(5);
+      head.write('E');
+      head.writeInt32BE(fields.length + 4, 1);
+      socket.end(Buffer.concat([head, fields]));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+
+const describePg = 'url' in cluster ? describe : describe.skip;
+if ('skipped' in cluster) {
+  describe.skip(`npm run doctor on PostgreSQL — skipped: ${cluster.skipped}`, () => {
+    it('checks a PostgreSQL database', () => {});
+  });
+}
+
+describePg('npm run doctor on PostgreSQL', () => {
+  const adminUrl = (cluster as { url: string }).url;
+  let pgUrl: string;
+
+  beforeAll(async () => {
+    // As a running Herald leaves it: every component migrated, a balance seen, an auto-read channel bound.
+    pgUrl = await createDatabase(adminUrl);
+    const db = openDatabase({ kind: 'postgres', url: pgUrl, poolSize: 2 });
+    try {
+      await createSettingsStore(db);
+      await createMemberStore(db);
+      await createCacheStore(db);
+      const bound = guild.addTextChannel('read-aloud-pg');
+      await (await createAutoReadStore(db)).bindChannel(guild.id, bound.id, true);
+      const budget = await createBudgetStore(db);
+      await budget.saveAccount({ ...(await budget.account()), balanceUsd: 9.5, balanceSeenAt: Date.now() });
+    } finally {
+      await db.close();
+    }
+  });
+
+  /** Runs `change` on the test's database, then closes it. */
+  async function onDatabase(
+    change: (db: ReturnType<typeof openDatabase>) => Promise<unknown>,
+  ): Promise<void> {
+    const db = openDatabase({ kind: 'postgres', url: pgUrl, poolSize: 1 });
+    try {
+      await change(db);
+    } finally {
+      await db.close();
+    }
+  }
+
+  it('is all ✓ on a good database, reading it through DATABASE_URL', async () => {
+    const { checks, report } = await doctor({ DATABASE_URL: pgUrl });
+    expect(failed(checks)).toEqual([]);
+    expect(checks.find((check) => check.name === 'Database')?.detail).toBe(
+      `${pgUrl}: reachable, migrations current`,
+    );
+    expect(checks.find((check) => check.name === 'Budget')?.detail).toMatch(/^last balance \$9\.50 /);
+    expect(checks.find((check) => check.name === 'Permissions: Doctor Server')?.detail).toMatch(
+      /, 1 auto-read channels$/,
+    );
+    expect(report).toContain('All good: Herald can speak.');
+  });
+
+  it('says an unreachable server blocks Herald, with a fix, and never shows the password', async () => {
+    const password = 'pg-Secret-7f3a9c2e51';
+    const url = `postgres://herald:${password}@127.0.0.1:${await closedPort()}/herald`;
+    const { checks, report } = await doctor({ DATABASE_URL: url });
+    expect(failed(checks)).toEqual([
+      expect.objectContaining({
+        name: 'Database',
+        blocks: true,
+        detail: expect.stringContaining(`${url.replace(`:${password}`, '')} cannot be reached`),
+        fix: expect.stringMatching(/host and port in DATABASE_URL/),
+      }),
+    ]);
+    expect(blocksSpeaking(checks)).toBe(true);
+    expect(report).not.toContain(password);
+
+    const env = { ...process.env, ...heraldEnv(discord, tts, dbPath), DATABASE_URL: url };
+    const failure = await run('node', ['scripts/doctor.ts'], { cwd: ROOT, env }).then(
+      () => undefined,
+      (error: { code?: number; stdout?: string; stderr?: string }) => error,
+    );
+    expect(failure?.code).toBe(1);
+    expect(failure?.stdout).toMatch(
+      /✗ Database +postgres:\/\/herald@127\.0\.0\.1:\d+\/herald cannot be reached.*\n +fix: /,
+    );
+    expect(failure?.stdout).not.toContain(password);
+    expect(failure?.stderr).not.toContain(password);
+  });
+
+  it('says the server refused the login, pointing at the user and password', async () => {
+    const password = 'pg-Wrong-0b1c2d3e4f';
+    const server = await refusingPostgres('28P01', 'password authentication failed for user "herald"');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const { checks, report } = await doctor({
+        DATABASE_URL: `postgres://herald:${password}@127.0.0.1:${port}/herald`,
+      });
+      expect(failed(checks)).toEqual([
+        expect.objectContaining({
+          name: 'Database',
+          blocks: true,
+          detail: `postgres://herald@127.0.0.1:${port}/herald refused the login: password authentication failed for user "herald"`,
+          fix: expect.stringMatching(/user name and password in DATABASE_URL/),
+        }),
+      ]);
+      expect(report).not.toContain(password);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('says the database is missing and how to create it', async () => {
+    const url = new URL(adminUrl);
+    url.pathname = '/herald_never_created';
+    const { checks } = await doctor({ DATABASE_URL: url.toString() });
+    expect(failed(checks)).toEqual([
+      expect.objectContaining({
+        name: 'Database',
+        blocks: true,
+        detail: expect.stringContaining('"herald_never_created" does not exist'),
+        fix: expect.stringContaining('createdb herald_never_created'),
+      }),
+    ]);
+  });
+
+  it('takes a database Herald never started on as one it migrates at start', async () => {
+    const { checks } = await doctor({ DATABASE_URL: await createDatabase(adminUrl) });
+    expect(failed(checks)).toEqual([]);
+    expect(checks.find((check) => check.name === 'Database')?.detail).toMatch(
+      /reachable, no Herald tables yet/,
+    );
+  });
+
+  it('finds tables written by a newer Herald', async () => {
+    await onDatabase((db) =>
+      db.run("UPDATE schema_migrations SET version = version + 1 WHERE component = 'budget'"),
+    );
+    try {
+      const { checks } = await doctor({ DATABASE_URL: pgUrl });
+      expect(failed(checks)).toEqual([
+        expect.objectContaining({
+          name: 'Database',
+          blocks: true,
+          detail: expect.stringMatching(/budget tables .*newer Herald/),
+        }),
+      ]);
+    } finally {
+      await onDatabase((db) =>
+        db.run("UPDATE schema_migrations SET version = version - 1 WHERE component = 'budget'"),
+      );
+    }
+  });
+
+  it('finds a stored voice no longer offered, a balance under the floor and a vanished auto-read channel', async () => {
+    const member = guild.addMember({ name: 'Pat Postgres' });
+    await onDatabase(async (db) => {
+      await (await createSettingsStore(db)).setMemberSpeaker(guild.id, member.id, GONE_VOICE);
+      await (await createAutoReadStore(db)).bindChannel(guild.id, '123456789012345678', true);
+    });
+    try {
+      const { checks } = await doctor({ DATABASE_URL: pgUrl, BUDGET_FLOOR_USD: '20' });
+      expect(failed(checks)).toEqual([
+        expect.objectContaining({
+          name: 'Permissions: Doctor Server',
+          detail: 'auto-read channel 123456789012345678 no longer exists',
+        }),
+        expect.objectContaining({
+          name: 'Stored voices',
+          blocks: false,
+          detail: expect.stringContaining(`a member's voice in Doctor Server (${GONE_VOICE})`),
+        }),
+        expect.objectContaining({
+          name: 'Budget',
+          blocks: true,
+          detail: expect.stringMatching(/last balance \$9\.50 .*under the floor \$20\.00/),
+        }),
+      ]);
+    } finally {
+      await onDatabase(async (db) => {
+        await (await createSettingsStore(db)).setMemberSpeaker(guild.id, member.id, null);
+        await (await createAutoReadStore(db)).bindChannel(guild.id, '123456789012345678', false);
+      });
+    }
   });
 });

@@ -13,6 +13,8 @@ export interface PostgresOptions {
   readonly url: string;
   /** Most connections this process opens (`DATABASE_POOL_SIZE`). */
   readonly poolSize: number;
+  /** How long opening a connection may take before it fails; unset, it waits as long as the network does. */
+  readonly connectTimeoutMs?: number;
 }
 
 // Every process running migrations takes this session-level advisory lock first, so two processes starting at
@@ -47,7 +49,12 @@ const over = (client: pg.Pool | pg.PoolClient): Queryable => ({
 
 /** A {@link Database} on a PostgreSQL connection pool. Connects lazily, on the first statement. */
 export function openPostgresDatabase(options: PostgresOptions): Database {
-  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize, types });
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize,
+    types,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+  });
   let closed = false;
   // An idle client losing its connection emits 'error' on the pool; without a listener that would exit Herald.
   // The next query gets a fresh connection, so there is nothing else to do.
