@@ -73,7 +73,7 @@ describe('the emulated service panel', () => {
         method: 'POST',
         headers: { 'X-API-Key': tts.apiKey, 'Content-Type': 'application/json' },
         body: JSON.stringify({ text: long, speaker_id: bella }),
-        signal,
+        ...(signal ? { signal } : {}),
       });
 
     panel.act({ action: 'fault', fault: 'latency' });
