@@ -33,7 +33,9 @@ import {
   noOpsEvents,
   type OpsServer,
   type OpsState,
+  observeAudioCache,
   observeBudgetStore,
+  observeCacheStore,
   observeGateway,
   observeGenerate,
   type ProcessErrorKind,
@@ -116,6 +118,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     gatewayConnected: () => gateway.connected(),
     ledger: (since) => budgetStore.ledger({ since }),
     recentProblems: problems.recent,
+    cache: () => ({ entries: audioCache.entries, bytes: audioCache.bytes }),
   };
   const metrics = config.ops.port === undefined ? undefined : createOpsMetrics(opsState);
   const events = metrics?.events ?? noOpsEvents;
@@ -162,11 +165,12 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const audioCache = await createAudioCache({
     config: config.cache,
     service: { baseUrl: config.tts.baseUrl, form: config.tts.form },
-    store: cacheStore,
+    store: observeCacheStore(cacheStore, events),
     estimateUsd: (characters) => budget.estimateUsd(characters),
     // A preview is a fixed sentence, not a member's speech: cached even where a server turned caching off.
     alwaysCache: isPreview,
     logger: logger.child({ component: 'cache' }),
+    observer: observeAudioCache(events),
   });
   const voiceLogger = logger.child({ component: 'voice' });
   const budgeted = budgetedSynthesize(

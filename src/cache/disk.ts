@@ -15,15 +15,26 @@ export interface DiskCacheOptions {
   readonly logger: Logger;
   /** Clock in ms; `Date.now` by default. */
   readonly now?: () => number;
+  /** Told how many entries were evicted (least recently used first) to make room for a new one. */
+  readonly onEvicted?: (entries: number) => void;
 }
+
+/**
+ * What {@link DiskCache.get} found: the verified entry; nothing usable (never stored, evicted, expired, still being
+ * written); or a damaged file, which was deleted.
+ */
+export type DiskLookup =
+  | { readonly kind: 'hit'; readonly entry: Entry }
+  | { readonly kind: 'miss' }
+  | { readonly kind: 'corrupt' };
 
 /** Outcome of {@link DiskCache.put}. */
 export type PutOutcome = 'stored' | 'too-large' | 'no-room' | 'failed';
 
 /** Verified audio files on disk, named by key, evicted least recently used first. */
 export interface DiskCache {
-  /** The verified entry, or undefined (never stored, expired, or damaged: a damaged file is deleted). */
-  get(key: string): Promise<Entry | undefined>;
+  /** The verified entry, or why there is none; a damaged file is deleted. */
+  get(key: string): Promise<DiskLookup>;
   /** Stores an entry atomically (temporary file, fsync, rename), evicting the least recently used to make room. */
   put(key: string, entry: Entry): Promise<PutOutcome>;
   /** Bytes the entries (and files being written) take. */
@@ -32,6 +43,7 @@ export interface DiskCache {
   readonly size: number;
 }
 
+const MISS: DiskLookup = { kind: 'miss' };
 const SUFFIX = '.hac';
 const TEMP_SUFFIX = '.tmp';
 
@@ -106,7 +118,10 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       total -= known.bytes;
     }
     await Promise.all(victims.map((key) => unlink(pathOf(key)).catch(() => {})));
-    if (victims.length > 0) logger.debug('audio cache evicted', { entries: victims.length, bytes: freed });
+    if (victims.length > 0) {
+      logger.debug('audio cache evicted', { entries: victims.length, bytes: freed });
+      options.onEvicted?.(victims.length);
+    }
     return true;
   };
 
@@ -120,9 +135,9 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
 
     async get(key) {
       const known = index.get(key);
-      if (!known || known.writing) return undefined;
+      if (!known || known.writing) return MISS;
       const file = await readFile(pathOf(key)).catch(() => undefined);
-      if (index.get(key) !== known) return undefined;
+      if (index.get(key) !== known) return MISS;
       const entry = file === undefined ? undefined : decodeEntry(file);
       if (!entry) {
         logger.warn('a damaged audio cache file was deleted; it will be generated again', {
@@ -130,18 +145,18 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
           bytesExpected: known.bytes,
         });
         await forget(key);
-        return undefined;
+        return { kind: 'corrupt' };
       }
       const at = now();
       if (at - entry.meta.createdAt > maxAgeMs) {
         await forget(key);
-        return undefined;
+        return MISS;
       }
       index.delete(key);
       index.set(key, known);
       // The mtime carries the last use across restarts; a failure only costs LRU precision.
       await utimes(pathOf(key), at / 1000, at / 1000).catch(() => {});
-      return entry;
+      return { kind: 'hit', entry };
     },
 
     put(key, entry) {

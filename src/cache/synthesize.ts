@@ -6,6 +6,12 @@ import type { DiskCache } from './disk.ts';
 import type { Entry } from './entry-file.ts';
 import type { CacheStore } from './store.ts';
 
+/**
+ * How the cache answered a request it may serve, counted once per request: played without paying (`hit`, from disk
+ * or from a concurrent request's audio), paid for (`miss`), or paid for because its file was damaged (`corrupt`).
+ */
+export type CacheLookup = 'hit' | 'miss' | 'corrupt';
+
 /** Options of {@link cachedSynthesize}. */
 export interface CachedSynthesizeOptions {
   readonly disk: DiskCache;
@@ -23,6 +29,8 @@ export interface CachedSynthesizeOptions {
   readonly now?: () => number;
   /** Told of each paid result and the result returned in its place (same headers, the audio behind a tee). */
   readonly onPaid?: (returned: GenerateResult, paid: GenerateResult) => void;
+  /** Told how each request the cache may serve was answered; too long or opted out is no lookup. */
+  readonly onLookup?: (kind: CacheLookup) => void;
 }
 
 /** No utterance short enough to be cached comes near this; a stream that does is not held in memory. */
@@ -48,6 +56,7 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
     guildId: string,
     characters: number,
   ): GenerateResult => {
+    options.onLookup?.('hit');
     const savedUsd = entry.meta.costUsd ?? options.estimateUsd(characters) ?? 0;
     store
       .recordHit({ guildId, userId: request.requestedBy.id, characters, savedUsd, at: now() })
@@ -154,6 +163,7 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
       return paid(request, signal, guildId);
     }
     const key = keyOf(request);
+    let damaged = false;
     for (;;) {
       if (signal.aborted) throw new TtsAbortedError('The speech request was aborted.');
       const flight = flights.get(key);
@@ -163,9 +173,11 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
         continue;
       }
       const stored = await disk.get(key);
-      if (stored) return served(stored, request, guildId, characters);
+      if (stored.kind === 'hit') return served(stored.entry, request, guildId, characters);
+      if (stored.kind === 'corrupt') damaged = true;
       // Another request may have started paying while the disk was read.
       if (flights.has(key)) continue;
+      options.onLookup?.(damaged ? 'corrupt' : 'miss');
       return lead(key, request, signal, guildId, characters);
     }
   };

@@ -1,3 +1,5 @@
+import type { CacheLookup } from '../cache/index.ts';
+
 /**
  * The typed events Herald's parts report for operations. The composition root hands one {@link OpsEvents} to
  * the observers it wires; the metrics registry implements it. Every label value is from a small closed set:
@@ -32,6 +34,12 @@ export interface OpsEvents {
   charged(characters: number, usd: number): void;
   /** Spending stopped. */
   budgetStopped(reason: BudgetStopReason): void;
+  /** The audio cache answered a request it may serve: played it without paying, or paid for it. */
+  cacheLookup(kind: CacheLookup): void;
+  /** A cache hit was written to the cache's ledger: what it did not spend. */
+  cacheSaved(characters: number, usd: number): void;
+  /** The audio cache evicted entries to make room. */
+  cacheEvicted(entries: number): void;
   /** A voice packet went out, and whether it was late (more than a frame after the previous one). */
   voicePacket(late: boolean): void;
   /** The gateway connection was lost and is being re-established. */
@@ -56,6 +64,9 @@ export const noOpsEvents: OpsEvents = {
   ttsError: () => {},
   charged: () => {},
   budgetStopped: () => {},
+  cacheLookup: () => {},
+  cacheSaved: () => {},
+  cacheEvicted: () => {},
   voicePacket: () => {},
   gatewayReconnect: () => {},
   daveTransition: () => {},

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { CacheLookup } from '../cache/index.ts';
 import type { BudgetStopReason, OpsEvents, UtteranceOutcome, UtteranceSource } from './events.ts';
 import type { OpsState } from './state.ts';
 
@@ -12,6 +13,7 @@ export interface OpsMetrics {
 const SOURCES: readonly UtteranceSource[] = ['speak', 'autoread'];
 const OUTCOMES: readonly UtteranceOutcome[] = ['spoken', 'refused', 'failed'];
 const STOP_REASONS: readonly BudgetStopReason[] = ['floor-reached', 'service-refused', 'balance-unknown'];
+const CACHE_LOOKUPS: readonly CacheLookup[] = ['hit', 'miss', 'corrupt'];
 /** The TTS client's error codes; anything else is counted as `OTHER`, so the label stays bounded. */
 export const TTS_ERROR_CODES: readonly string[] = [
   'TTS_INVALID_REQUEST',
@@ -109,6 +111,29 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
     registers,
   });
 
+  // The audio cache. Counters are summed across shards (prom-client's default aggregation for a counter).
+  const cacheLookups = new Counter({
+    name: 'herald_audio_cache_lookups_total',
+    help: 'Utterances the audio cache may serve, by how it answered: hit (played without paying), miss (paid), corrupt (paid: its file was damaged and deleted).',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  const cacheCharacters = new Counter({
+    name: 'herald_audio_cache_characters_saved_total',
+    help: 'Characters of cache hits, as written to the cache ledger: not sent to the TTS service.',
+    registers,
+  });
+  const cacheDollars = new Counter({
+    name: 'herald_audio_cache_dollars_saved_total',
+    help: 'USD cache hits did not spend (what the audio cost when it was generated), as written to the cache ledger.',
+    registers,
+  });
+  const cacheEvictions = new Counter({
+    name: 'herald_audio_cache_evictions_total',
+    help: 'Audio cache entries evicted, least recently used first, to make room for new ones.',
+    registers,
+  });
+
   const processErrors = new Counter({
     name: 'herald_process_errors_total',
     help: 'Errors that reached the process: unhandled rejections (logged, Herald goes on) and uncaught exceptions (Herald stops, flushes and exits for a restart).',
@@ -125,6 +150,7 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
   for (const code of TTS_ERROR_CODES) ttsErrors.inc({ code }, 0);
   for (const reason of STOP_REASONS) stops.inc({ reason }, 0);
   for (const kind of ['close', 'error'] as const) daveFailures.inc({ kind }, 0);
+  for (const kind of CACHE_LOOKUPS) cacheLookups.inc({ kind }, 0);
 
   // Figures read at scrape time from the parts' own state, never kept twice. `aggregator` says how the sharding
   // manager combines every shard's value into one: the budget's figures come from the shared database, so each
@@ -186,6 +212,15 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
     () => Math.max(0, ...state.sessions().map((session) => session.queueDepth)),
     'max',
   );
+  // Each process's index of its cache folder, summed across shards. Shards on one machine share the folder, and
+  // each counts the files it knows of (those there when it started, and its own since).
+  gauge('herald_audio_cache_entries', 'Audio cache entries on disk.', () => state.cache().entries, 'sum');
+  gauge(
+    'herald_audio_cache_bytes',
+    'Bytes the audio cache takes on disk (files being written included).',
+    () => state.cache().bytes,
+    'sum',
+  );
   gauge(
     'herald_gateway_connected',
     '1 while the Discord gateway connection is ready (every shard of it).',
@@ -205,6 +240,12 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
       dollars.inc(usd);
     },
     budgetStopped: (reason) => stops.inc({ reason }),
+    cacheLookup: (kind) => cacheLookups.inc({ kind }),
+    cacheSaved: (chars, usd) => {
+      cacheCharacters.inc(chars);
+      cacheDollars.inc(usd);
+    },
+    cacheEvicted: (entries) => cacheEvictions.inc(entries),
     voicePacket: (late) => {
       packets.inc();
       if (late) latePackets.inc();

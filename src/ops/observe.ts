@@ -13,6 +13,7 @@ import {
   type BudgetStore,
   type GuildSynthesize,
 } from '../budget/index.ts';
+import type { CacheObserver, CacheStore } from '../cache/index.ts';
 import type { LogFields, Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import type { GuildSession, SpeechRequest } from '../voice/session.ts';
@@ -71,6 +72,28 @@ export function observeBudgetStore(store: BudgetStore, events: OpsEvents): Budge
       for (const note of committed) await note();
       return result;
     },
+  };
+}
+
+/**
+ * A cache store whose recorded hits are reported as saved, once written: the saved figures are the cache ledger's
+ * by construction (a hit whose row could not be written is counted as a lookup, not as saved).
+ */
+export function observeCacheStore(store: CacheStore, events: OpsEvents): CacheStore {
+  return {
+    ...store,
+    async recordHit(hit) {
+      await store.recordHit(hit);
+      events.cacheSaved(hit.characters, hit.savedUsd);
+    },
+  };
+}
+
+/** The audio cache's lookups and evictions, reported. */
+export function observeAudioCache(events: OpsEvents): CacheObserver {
+  return {
+    lookup: (kind) => events.cacheLookup(kind),
+    evicted: (entries) => events.cacheEvicted(entries),
   };
 }
 

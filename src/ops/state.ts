@@ -32,4 +32,6 @@ export interface OpsState {
   ledger(since: number): readonly LedgerEntry[] | Promise<readonly LedgerEntry[]>;
   /** The latest warnings and errors, newest first. */
   recentProblems(): readonly RecentProblem[];
+  /** The audio cache's files now (zeros when it is off). */
+  cache(): { readonly entries: number; readonly bytes: number };
 }

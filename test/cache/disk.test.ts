@@ -45,38 +45,53 @@ describe('the disk cache', () => {
     const disk = await openDiskCache({ dir: folder(), maxBytes: 1e6, maxAgeMs: DAY, logger: silentLogger });
     const stored = entry(1_000);
     expect(await disk.put('k1', stored)).toBe('stored');
-    expect((await disk.get('k1'))?.audio.equals(stored.audio)).toBe(true);
-    expect(await disk.get('k2')).toBeUndefined();
+    const found = await disk.get('k1');
+    expect(found.kind === 'hit' && found.entry.audio.equals(stored.audio)).toBe(true);
+    expect(await disk.get('k2')).toEqual({ kind: 'miss' });
   });
 
   it('evicts the least recently used, never holding more than the bound on disk', async () => {
     const dir = folder();
     const one = entry(1_000);
     const bound = fileSize(one) * 3 + 10;
-    const disk = await openDiskCache({ dir, maxBytes: bound, maxAgeMs: DAY, logger: silentLogger });
+    let evicted = 0;
+    const disk = await openDiskCache({
+      dir,
+      maxBytes: bound,
+      maxAgeMs: DAY,
+      logger: silentLogger,
+      onEvicted: (entries) => {
+        evicted += entries;
+      },
+    });
     await disk.put('a', entry(1_000));
     await disk.put('b', entry(1_000));
     await disk.put('c', entry(1_000));
-    expect(await disk.get('a')).toBeDefined(); // a is now the most recent; b the least
+    expect(evicted).toBe(0);
+    expect((await disk.get('a')).kind).toBe('hit'); // a is now the most recent; b the least
     await disk.put('d', entry(1_000));
-    expect(await disk.get('b')).toBeUndefined();
-    expect(await disk.get('a')).toBeDefined();
-    expect(await disk.get('c')).toBeDefined();
-    expect(await disk.get('d')).toBeDefined();
+    expect(evicted).toBe(1);
+    expect((await disk.get('b')).kind).toBe('miss');
+    expect((await disk.get('a')).kind).toBe('hit');
+    expect((await disk.get('c')).kind).toBe('hit');
+    expect((await disk.get('d')).kind).toBe('hit');
     expect(onDisk(dir)).toBeLessThanOrEqual(bound);
 
     // Many concurrent writes of different sizes: the folder never grows past the bound.
     const sizes = Array.from({ length: 40 }, (_, i) => 200 + ((i * 397) % 900));
     let largest = 0;
+    let stored = 4;
     await Promise.all(
       sizes.map(async (size, i) => {
-        await disk.put(`x${i}`, entry(size));
+        if ((await disk.put(`x${i}`, entry(size))) === 'stored') stored += 1;
         largest = Math.max(largest, onDisk(dir));
       }),
     );
     expect(largest).toBeLessThanOrEqual(bound);
     expect(disk.bytes).toBeLessThanOrEqual(bound);
     expect(onDisk(dir)).toBe(disk.bytes);
+    // Every entry stored and no longer held was evicted, and reported.
+    expect(evicted).toBe(stored - disk.size);
   });
 
   it('refuses an entry larger than the whole cache', async () => {
@@ -91,7 +106,7 @@ describe('the disk cache', () => {
     await disk.put('k', entry(2_000));
     const [name] = readdirSync(dir);
     truncateSync(join(dir, name ?? ''), 1_200);
-    expect(await disk.get('k')).toBeUndefined();
+    expect(await disk.get('k')).toEqual({ kind: 'corrupt' });
     expect(readdirSync(dir)).toEqual([]);
     expect(disk.bytes).toBe(0);
   });
@@ -119,7 +134,7 @@ describe('the disk cache', () => {
       now: () => now,
     });
     expect(readdirSync(dir).some((name) => name.endsWith('.tmp'))).toBe(false);
-    expect(await second.get('new')).toBeDefined();
-    expect(await second.get('old')).toBeUndefined();
+    expect((await second.get('new')).kind).toBe('hit');
+    expect(await second.get('old')).toEqual({ kind: 'miss' });
   });
 });

@@ -1,10 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CacheHit, cachedSynthesize, type DiskCache, openDiskCache } from '../../src/cache/index.ts';
+import {
+  type CacheHit,
+  type CacheLookup,
+  cachedSynthesize,
+  type DiskCache,
+  openDiskCache,
+} from '../../src/cache/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { GenerateResult, Speaker } from '../../src/tts/index.ts';
 import type { SpeechRequest, Synthesize } from '../../src/voice/session.ts';
@@ -46,6 +52,7 @@ async function setup(options: { enabled?: boolean; maxChars?: number } = {}) {
   const disk = await openDiskCache({ dir, maxBytes: 1e7, maxAgeMs: 86_400_000, logger: silentLogger });
   const service = fakeService();
   const hits: CacheHit[] = [];
+  const lookups: CacheLookup[] = [];
   const synthesize = cachedSynthesize(service.paid, {
     disk,
     store: {
@@ -58,8 +65,9 @@ async function setup(options: { enabled?: boolean; maxChars?: number } = {}) {
     maxChars: options.maxChars ?? 200,
     estimateUsd: () => undefined,
     logger: silentLogger,
+    onLookup: (kind) => lookups.push(kind),
   });
-  return { synthesize, service, hits, disk };
+  return { synthesize, service, hits, disk, dir, lookups };
 }
 
 function collect(stream: Readable): Promise<Buffer> {
@@ -181,6 +189,33 @@ describe('cachedSynthesize', () => {
       }
       expect(service.calls).toHaveLength(3);
     }
+  });
+
+  it('reports each lookup once: a miss, hits from memory and from disk, a damaged file; none when ineligible', async () => {
+    const { synthesize, service, disk, dir, lookups } = await setup({ maxChars: 10 });
+    const play = async (text: string, user = 'm1'): Promise<void> => {
+      const result = await synthesize(speech(text, user), signal(), 'g1');
+      service.calls.at(-1)?.audio.end(Buffer.from(`audio of ${text}`));
+      await collect(result.audio);
+    };
+    const [first, second] = [
+      synthesize(speech('gg'), signal(), 'g1'),
+      synthesize(speech('gg', 'm2'), signal(), 'g1'),
+    ];
+    while (service.calls.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    service.calls[0]?.audio.end(Buffer.from('audio of gg'));
+    await Promise.all([first, second].map(async (result) => collect((await result).audio)));
+    // Read straight from the disk (no lookup reported) until the file is settled and the single flight is over.
+    const key = `${SPEAKER.id}:${Buffer.from('gg').toString('hex')}`;
+    while ((await disk.get(key)).kind !== 'hit') await new Promise((resolve) => setImmediate(resolve));
+    await play('gg', 'm3');
+    expect(lookups).toEqual(['miss', 'hit', 'hit']);
+
+    truncateSync(join(dir, `${key}.hac`), 10);
+    await play('gg', 'm4');
+    await play('far too long to cache');
+    expect(lookups).toEqual(['miss', 'hit', 'hit', 'corrupt']);
+    expect(service.calls).toHaveLength(3);
   });
 
   it('gives up waiting when the waiting request is aborted', async () => {

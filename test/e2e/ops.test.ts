@@ -1,4 +1,5 @@
-import { renameSync } from 'node:fs';
+import { readdirSync, renameSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Heard } from '../../emulators/discord/index.ts';
@@ -22,7 +23,13 @@ const tts = (): TtsEmulator => replacement ?? world.tts;
 
 beforeAll(async () => {
   world = await createWorld({
-    env: { METRICS_PORT: '0', BUDGET_FLOOR_USD: String(FLOOR_USD), QUEUE_MAX_PER_MEMBER: '3' },
+    env: {
+      METRICS_PORT: '0',
+      BUDGET_FLOOR_USD: String(FLOOR_USD),
+      QUEUE_MAX_PER_MEMBER: '3',
+      // The harness turns the cache off; here its families are checked against its ledger and folder.
+      AUDIO_CACHE_MB: '256',
+    },
     ttsReadyTimeoutMs: 1_000,
   });
   await world.discord.slash(
@@ -102,18 +109,30 @@ function utterancesHeard(heard: Heard): number {
   return runs;
 }
 
-const ledgerTotals = (): { characters: number; usd: number; rows: number } => {
-  const path = (world.env.DATABASE_URL ?? '').replace(/^sqlite:/, '');
-  const db = new DatabaseSync(path, { readOnly: true });
+const databasePath = (): string => (world.env.DATABASE_URL ?? '').replace(/^sqlite:/, '');
+/** Characters, dollars and rows of a ledger table, read from the database file itself. */
+const totals = (table: string, nanos: string): { characters: number; usd: number; rows: number } => {
+  const db = new DatabaseSync(databasePath(), { readOnly: true });
   try {
     return db
       .prepare(
-        'SELECT COALESCE(SUM(characters), 0) AS characters, COALESCE(SUM(cost_nanos), 0) / 1e9 AS usd, COUNT(*) AS rows FROM budget_ledger',
+        `SELECT COALESCE(SUM(characters), 0) AS characters, COALESCE(SUM(${nanos}), 0) / 1e9 AS usd, COUNT(*) AS rows FROM ${table}`,
       )
       .get() as { characters: number; usd: number; rows: number };
   } finally {
     db.close();
   }
+};
+const ledgerTotals = () => totals('budget_ledger', 'cost_nanos');
+const cacheLedgerTotals = () => totals('audio_cache_ledger', 'saved_nanos');
+/** The audio cache's entry files, as the operator's disk sees them. */
+const cacheFiles = (): { entries: number; bytes: number } => {
+  const dir = join(dirname(databasePath()), 'audio-cache');
+  const files = readdirSync(dir).filter((name) => name.endsWith('.hac'));
+  return {
+    entries: files.length,
+    bytes: files.reduce((sum, name) => sum + statSync(join(dir, name)).size, 0),
+  };
 };
 
 describe('the operations endpoint', () => {
@@ -135,22 +154,30 @@ describe('the operations endpoint', () => {
       await world.discord.slash(world.member, 'speak', { text: texts[i] ?? '', speaker: speaker.name });
     }
     const spoken = await world.discord.voice(world.guild).untilSilent({ quietMs: 800 });
+    // The first sentence again, in the same voice: the audio cache plays it without paying.
+    await world.discord.slash(world.member, 'speak', { text: texts[0] ?? '', speaker: bella.name });
+    const again = await world.discord.voice(world.guild).untilSilent({ quietMs: 800 });
     world.discord.sendMessage(world.member, world.text, 'Read this aloud please');
     const read = await world.discord.voice(world.guild).untilSilent({ quietMs: 800 });
     // Each utterance has its own voice, so the utterances heard are the runs of one pitch (a scheduling stall on
     // a loaded machine may split one utterance's sound in two, never change its pitch).
     expect(utterancesHeard(spoken)).toBe(3);
+    expect(utterancesHeard(again)).toBe(1);
     expect(utterancesHeard(read)).toBe(1);
 
-    const text = await scrape();
+    // Each paid utterance's file is written once its audio has ended; the scrape is taken when all four are.
+    const text = await until('the audio cache files', async () => {
+      const scraped = await scrape();
+      return value(scraped, 'herald_audio_cache_entries') === 4 ? scraped : undefined;
+    });
     // Utterances by source and outcome; one first-packet sample per utterance heard.
-    expect(value(text, 'herald_utterances_queued_total', { source: 'speak' })).toBe(3);
+    expect(value(text, 'herald_utterances_queued_total', { source: 'speak' })).toBe(4);
     expect(value(text, 'herald_utterances_queued_total', { source: 'autoread' })).toBe(1);
-    expect(value(text, 'herald_utterances_total', { source: 'speak', outcome: 'spoken' })).toBe(3);
+    expect(value(text, 'herald_utterances_total', { source: 'speak', outcome: 'spoken' })).toBe(4);
     expect(value(text, 'herald_utterances_total', { source: 'autoread', outcome: 'spoken' })).toBe(1);
     expect(value(text, 'herald_utterances_total', { source: 'speak', outcome: 'failed' })).toBe(0);
     expect(value(text, 'herald_first_packet_seconds_count', { source: 'speak' })).toBe(
-      utterancesHeard(spoken),
+      utterancesHeard(spoken) + utterancesHeard(again),
     );
     expect(value(text, 'herald_first_packet_seconds_count', { source: 'autoread' })).toBe(
       utterancesHeard(read),
@@ -158,7 +185,7 @@ describe('the operations endpoint', () => {
     const firstPacketSum = value(text, 'herald_first_packet_seconds_sum', { source: 'speak' });
     expect(firstPacketSum).toBeGreaterThan(0);
     expect(firstPacketSum).toBeLessThan(60);
-    expect(value(text, 'herald_first_packet_seconds_bucket', { source: 'speak', le: '+Inf' })).toBe(3);
+    expect(value(text, 'herald_first_packet_seconds_bucket', { source: 'speak', le: '+Inf' })).toBe(4);
     // Every generation's headers were timed.
     const generations = tts().requests.filter((r) => r.path.endsWith('/speech/generate') && r.status === 200);
     expect(value(text, 'herald_tts_first_byte_seconds_count')).toBe(generations.length);
@@ -174,12 +201,32 @@ describe('the operations endpoint', () => {
     expect(value(text, 'herald_budget_reserved_usd')).toBe(0);
     expect(value(text, 'herald_budget_stopped')).toBe(0);
     expect(value(text, 'herald_budget_stops_total', { reason: 'floor-reached' })).toBe(0);
+    // The audio cache: every paid utterance was a miss, the repeated one a hit whose saving is the cache ledger's
+    // (what the first one cost); its entries and bytes are the folder's.
+    const saved = cacheLedgerTotals();
+    const firstCost = tts().requests.find(
+      (r) => (r.body as { text?: string } | undefined)?.text === texts[0],
+    );
+    expect(saved).toEqual({
+      rows: 1,
+      characters: texts[0]?.length,
+      usd: expect.closeTo(firstCost?.chargedUsd ?? 0, 9),
+    });
+    expect(saved.usd).toBeGreaterThan(0);
+    expect(value(text, 'herald_audio_cache_lookups_total', { kind: 'hit' })).toBe(1);
+    expect(value(text, 'herald_audio_cache_lookups_total', { kind: 'miss' })).toBe(ledger.rows);
+    expect(value(text, 'herald_audio_cache_lookups_total', { kind: 'corrupt' })).toBe(0);
+    expect(value(text, 'herald_audio_cache_characters_saved_total')).toBe(saved.characters);
+    expect(value(text, 'herald_audio_cache_dollars_saved_total')).toBeCloseTo(saved.usd, 9);
+    expect(value(text, 'herald_audio_cache_entries')).toBe(cacheFiles().entries);
+    expect(value(text, 'herald_audio_cache_bytes')).toBe(cacheFiles().bytes);
+    expect(value(text, 'herald_audio_cache_evictions_total')).toBe(0);
     // Voice: one session, nothing queued, packets sent (late ones counted, whatever their number here).
     expect(value(text, 'herald_voice_sessions')).toBe(1);
     expect(value(text, 'herald_queue_depth')).toBe(0);
     expect(value(text, 'herald_queue_depth_max')).toBe(0);
     const packets = value(text, 'herald_voice_packets_total');
-    expect(packets).toBeGreaterThanOrEqual(spoken.frames.length + read.frames.length);
+    expect(packets).toBeGreaterThanOrEqual(spoken.frames.length + again.frames.length + read.frames.length);
     expect(value(text, 'herald_voice_late_packets_total')).toBeLessThanOrEqual(packets);
     // Errors, gateway and DAVE families exist with their bounded labels.
     expect(value(text, 'herald_tts_errors_total', { code: 'TTS_TIMEOUT' })).toBe(0);
@@ -248,7 +295,7 @@ describe('the operations endpoint', () => {
   });
 
   it('is not ready while the database file is gone, and ready when it is back', async () => {
-    const path = (world.env.DATABASE_URL ?? '').replace(/^sqlite:/, '');
+    const path = databasePath();
     renameSync(path, `${path}.away`);
     try {
       const gone = await readiness();

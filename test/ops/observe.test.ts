@@ -1,12 +1,14 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { type BudgetStore, createBudgetStore } from '../../src/budget/index.ts';
+import { createCacheStore } from '../../src/cache/index.ts';
 import { createLogger } from '../../src/log.ts';
 import {
   logUtterances,
   noOpsEvents,
   type OpsEvents,
   observeBudgetStore,
+  observeCacheStore,
   observeGenerate,
 } from '../../src/ops/index.ts';
 import { openDatabase } from '../../src/storage/index.ts';
@@ -83,6 +85,21 @@ describe('observeBudgetStore', () => {
       ['budgetStopped', 'service-refused'],
     ]);
     expect(await store.ledger()).toHaveLength(2);
+  });
+});
+
+describe('observeCacheStore', () => {
+  it('reports each hit written to the cache ledger as saved, and none whose row could not be written', async () => {
+    const { events, seen } = recorder();
+    const db = openDatabase({ kind: 'sqlite', path: ':memory:' });
+    const store = observeCacheStore(await createCacheStore(db), events);
+    const at = Date.UTC(2026, 0, 2, 12);
+    await store.recordHit({ guildId: '1', userId: '2', characters: 12, savedUsd: 0.0024, at });
+    await db.close();
+    await expect(
+      store.recordHit({ guildId: '1', userId: '2', characters: 5, savedUsd: 0.001, at }),
+    ).rejects.toThrow();
+    expect(seen).toEqual([['cacheSaved', 12, 0.0024]]);
   });
 });
 

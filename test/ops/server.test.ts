@@ -53,6 +53,7 @@ function state(overrides: Partial<OpsState> = {}): OpsState {
     gatewayConnected: () => true,
     ledger: () => [],
     recentProblems: () => [],
+    cache: () => ({ entries: 0, bytes: 0 }),
     ...overrides,
   };
 }
