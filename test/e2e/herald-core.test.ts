@@ -68,7 +68,12 @@ describe('/speak', () => {
       if (i > 0) expect(reply.content).toMatch(/Queued at position|Speaking now/);
     }
     const heard = await world.discord.voice(world.guild).untilSilent({ quietMs: 800 });
-    expect(heard.segments.map((segment) => segment.dominantHz)).toEqual(voices.map((s) => near(s.toneHz)));
+    // The voices in order. A pause in arrival inside one utterance (a loaded machine not scheduling Herald for
+    // 60 ms) renders as two segments of the same tone: that is one utterance heard, not a fourth.
+    const tones = heard.segments
+      .map((segment) => segment.dominantHz)
+      .filter((hz, i, all) => i === 0 || Math.abs(hz - (all[i - 1] as number)) > 5);
+    expect(tones).toEqual(voices.map((s) => near(s.toneHz)));
     console.log(
       `gaps between queued utterances: ${heard.gapsMs.map((gap) => `${gap.toFixed(0)} ms`).join(', ')}`,
     );

@@ -162,7 +162,12 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
     const url = await createDatabase((cluster as { url: string }).url);
     tts.balanceUsd = 0.555;
     const before = tts.requests.length;
-    const group = await startGroup(url, { SHARD_COUNT: '4', BUDGET_FLOOR_USD: '0.50', METRICS_PORT: '0' });
+    const group = await startGroup(url, {
+      SHARD_COUNT: '4',
+      BUDGET_FLOOR_USD: '0.50',
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'debug', // every command is logged, with its server
+    });
     try {
       expect(
         discord
@@ -192,6 +197,12 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       );
       console.log(
         `80 /speak on 4 shards: ${charged()} charged, ${refusedAtOnce().length} refused at once, ${refusedLater().length} refused when due; balance $${tts.balanceUsd.toFixed(3)}`,
+      );
+      // Every line a shard process logged about a server names that server's own shard.
+      const aboutServers = linesOf(group).filter((l) => typeof l.guild === 'string');
+      expect(aboutServers.length).toBeGreaterThan(0);
+      expect(aboutServers.filter((l) => String(l.shard) !== String(shardOf(l.guild as string, 4)))).toEqual(
+        [],
       );
       // $0.555 with a $0.50 floor: five utterances of $0.01, never a sixth.
       expect(charged()).toBe(5);
@@ -285,7 +296,8 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
     const url = await createDatabase((cluster as { url: string }).url);
     tts.balanceUsd = 10;
     const before = tts.requests.length;
-    const group = await startGroup(url, { SHARD_COUNT: '4' });
+    // At debug level a failure below can say what each survivor's shard did about it.
+    const group = await startGroup(url, { SHARD_COUNT: '4', LOG_LEVEL: 'debug' });
     try {
       const victimShard = 1;
       const onShard = (shard: number) => servers.filter((s) => shardOf(s.guild.id, 4) === shard);
@@ -346,7 +358,21 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       expect(newIdentifies).toEqual([victimShard]);
       for (const server of survivors) {
         const capture = discord.voice(server.guild);
-        const heard = await capture.untilSilent({ quietMs: 500, timeoutMs: 20_000 });
+        const heard = await capture.untilSilent({ quietMs: 500, timeoutMs: 20_000 }).catch((error: Error) => {
+          // What the survivor's capture holds, for a failure in CI that does not reproduce on an idle machine.
+          const sound = capture.frames.filter((f) => !f.silence);
+          const last = capture.frames.at(-1);
+          throw new Error(
+            `${error.message}; survivor ${server.guild.id} on shard ${shardOf(server.guild.id, 4)}: ` +
+              `reply "${replies[speaking.indexOf(server)]?.content}", connected ${capture.connected}, ` +
+              `${capture.frames.length} frames (${sound.length} sound), last at ${last ? Math.round(last.receivedAt - killedAtPerf) : '-'} ms after the kill; ` +
+              `voice requests ${JSON.stringify(discord.voiceRequests.filter((r) => r.guildId === server.guild.id))}; ` +
+              `its log: ${linesOf(group)
+                .filter((l) => l.guild === server.guild.id)
+                .map((l) => l.msg)
+                .join(' | ')}`,
+          );
+        });
         expect(capture.frames.some((frame) => frame.receivedAt > killedAtPerf)).toBe(true);
         // 616 characters at 5 ms each: about 3.1 s, 154 frames of 20 ms.
         expect(heard.frames.length).toBeGreaterThan(140);
