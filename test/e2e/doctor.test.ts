@@ -23,6 +23,7 @@ import {
 } from '../../src/ops/index.ts';
 import { createSettingsStore, openDatabase } from '../../src/storage/index.ts';
 import { createTtsClient } from '../../src/tts/index.ts';
+import { freePort } from '../support/net.ts';
 import { createDatabase } from '../support/postgres.ts';
 import { heraldEnv } from './harness.ts';
 
@@ -273,18 +274,6 @@ describe('npm run doctor', () => {
   });
 });
 
-/** A loopback port nothing listens on: bound, then released. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject()));
-    });
-  });
-}
-
 /**
  * A loopback server that answers every PostgreSQL startup with one ErrorResponse ('E': severity, SQLSTATE,
  * message), as a server refusing the login does; the throwaway cluster trusts every login, so it cannot.
@@ -358,7 +347,7 @@ describePg('npm run doctor on PostgreSQL', () => {
 
   it('says an unreachable server blocks Herald, with a fix, and never shows the password', async () => {
     const password = 'pg-Secret-7f3a9c2e51';
-    const url = `postgres://herald:${password}@127.0.0.1:${await closedPort()}/herald`;
+    const url = `postgres://herald:${password}@127.0.0.1:${await freePort()}/herald`;
     const { checks, report } = await doctor({ DATABASE_URL: url });
     expect(failed(checks)).toEqual([
       expect.objectContaining({

@@ -1,5 +1,3 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import { Agent, buildConnector } from 'undici';
@@ -16,6 +14,7 @@ import {
   type TtsClientOptions,
   TtsError,
 } from '../../src/tts/index.ts';
+import { freePort } from '../support/net.ts';
 
 const BASE_PATH = '/gateway/tts/v1';
 const BELLA = '0b5a6d4e-3f1c-4a8e-9d2b-7c1e5f3a9b01';
@@ -384,7 +383,7 @@ describe('retries', () => {
   });
 
   it('generate retries a refused connection, which cannot have been charged', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const error = await rejection(client({ baseUrl: `http://127.0.0.1:${port}/v1` }).generate(say()));
     expect(error).toMatchObject({ code: 'TTS_CONNECTION', requestSent: false });
     expect(sleeps).toStrictEqual([500, 1_000]);
@@ -475,7 +474,7 @@ describe('the key', () => {
     errors.push(await rejection(tts.generate(say())));
     errors.push(await rejection(client({ apiKey: `${emu.apiKey}x` }).listSpeakers()));
     errors.push(await rejection(tts.generate(say({ speakerId: UNKNOWN_SPEAKER }))));
-    const port = await closedPort();
+    const port = await freePort();
     errors.push(await rejection(client({ baseUrl: `http://127.0.0.1:${port}/v1` }).listSpeakers()));
     emu.inject({ kind: 'reset', afterBytes: 100 });
     errors.push(await rejection(tts.generate(say()).then((result) => drain(result.audio))));
@@ -513,12 +512,3 @@ describe('the key', () => {
     expect(typeof line.ms).toBe('number');
   });
 });
-
-/** A loopback port with nothing listening. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
