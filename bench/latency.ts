@@ -7,6 +7,7 @@
  * steps of the handshake (gateway events, the members' MLS work, Herald's wait at its E2EE gate). Prints a table
  * and writes bench/results/latency-<date>-<commit>.json. Run: `RUNS=15 npm run bench:latency` (loopback only;
  * emulators and Herald in this process, the members' DAVE clients in worker threads, as on their own machines).
+ * Then the same cold pair with Herald as its own process (bench/dave-cost.ts), as it runs against Discord.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { join } from 'node:path';
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import type { DaveEvent } from '../emulators/discord/index.ts';
 import { createWorld, type World } from '../test/e2e/harness.ts';
+import { measureDaveCost } from './dave-cost.ts';
 
 const RUNS = Number(process.env.RUNS ?? 15);
 const round = (n: number): number => Math.round(n * 10) / 10;
@@ -222,6 +224,18 @@ try {
 } finally {
   await Promise.all([dave.close(), declined.close()]);
 }
+// The same cold pair with Herald in a process of its own, as on Discord (see bench/dave-cost.ts).
+console.log(
+  `cold /speak with Herald as its own process (npm start), DAVE and declined alternately, ${RUNS} runs each:`,
+);
+const apart = await measureDaveCost(RUNS, () => {});
+const apartDifference = round(quantile(apart.dave, 0.5) - quantile(apart.declined, 0.5));
+const apartPaired = round(
+  quantile(
+    apart.dave.map((ms, i) => ms - (apart.declined[i] ?? Number.NaN)),
+    0.5,
+  ),
+);
 const loadAtEnd = loadavg().map((n) => Math.round(n * 100) / 100);
 
 const medianOf = (key: keyof Breakdown): number =>
@@ -270,6 +284,11 @@ const declinedMedian = (key: 'join' | 'play'): number =>
 console.log(
   `  cold, DAVE declined: /speak → op 4 ${declinedMedian('join').toFixed(1)} ms, op 4 → first packet ${declinedMedian('play').toFixed(1)} ms`,
 );
+console.log(`Herald as its own process: cold under DAVE ${describe(apart.dave)}`);
+console.log(`Herald as its own process: cold, DAVE declined ${describe(apart.declined)}`);
+console.log(
+  `  DAVE costs ${apartDifference.toFixed(1)} ms at the median; median of the paired runs' differences ${apartPaired.toFixed(1)} ms; first packets E2EE ${apart.firstPacketsE2ee}/${apart.dave.length}`,
+);
 console.log(`/speak → first voice packet, warm under DAVE (in voice):     ${describe(warm)}`);
 console.log(`silence between queued utterances: ${gaps.map((gap) => `${gap.toFixed(0)} ms`).join(', ')}`);
 console.log(`packet pacing: mean ${pacing.meanMs.toFixed(2)} ms, p99 ${pacing.p99Ms.toFixed(2)} ms`);
@@ -300,6 +319,13 @@ const result = {
   breakdownMedianMs: Object.fromEntries(rows.map(([key]) => [key, medianOf(key)])),
   declinedBreakdownMedianMs: { join: declinedMedian('join'), play: declinedMedian('play') },
   breakdownRuns: steps.map((s) => Object.fromEntries(Object.entries(s).map(([k, v]) => [k, round(v)]))),
+  heraldProcess: {
+    coldDave: { ...summary(apart.dave), runsMs: apart.dave.map(round) },
+    coldDeclined: { ...summary(apart.declined), runsMs: apart.declined.map(round) },
+    daveCostMedianMs: apartDifference,
+    daveCostPairedMedianMs: apartPaired,
+    firstPacketsE2ee: apart.firstPacketsE2ee,
+  },
   warmDave: { ...summary(warm), runsMs: warm.map(round) },
   gapsMs: gaps.map(round),
   pacing,
