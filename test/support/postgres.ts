@@ -35,8 +35,10 @@ export async function startPostgres(): Promise<PostgresServer> {
     };
   }
   const root = process.getuid?.() === 0;
+  // util-linux puts runuser in /usr/sbin, which a root shell's PATH does not always hold.
+  const runuser = existsSync('/usr/sbin/runuser') ? '/usr/sbin/runuser' : 'runuser';
   const as = (command: string, args: string[]): [string, string[]] =>
-    root ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
+    root ? [runuser, ['-u', 'postgres', '--', command, ...args]] : [command, args];
   const dir = mkdtempSync(join(tmpdir(), 'herald-pg-'));
   if (root) {
     const ids = execFileSync('id', ['-u', 'postgres']).toString().trim();
