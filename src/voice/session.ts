@@ -80,6 +80,9 @@ const FRAME_MS = 20;
 const DEFAULT_PAUSE_MS = 120;
 /** What a member is told to expect when their join waits behind a burst of voice handshakes. */
 const BURST_JOIN_WAIT_MS = 3_000;
+/** How soon an idle session that let waiting joins go first tries to leave again. */
+const IDLE_LEAVE_RETRY_MS = 10_000;
+
 /** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
  *  ends a dead stream with a clear error, is meant to fire first. */
 const MAX_MISSED_FRAMES = 250;
@@ -448,9 +451,14 @@ export class GuildSession {
     }, this.#options.connectTimeoutMs ?? 15_000);
   }
 
-  #armIdleTimer(): void {
+  #armIdleTimer(delayMs = this.#options.idleTimeoutMs): void {
     clearTimeout(this.#idleTimer);
     if (this.#ended || this.pending > 0) return;
-    this.#idleTimer = setTimeout(() => this.end('idle'), this.#options.idleTimeoutMs);
+    this.#idleTimer = setTimeout(() => {
+      // A leave is a gateway command too, counted in the same per-minute window as joins: while members wait for
+      // Herald to join them, an idle session stays (it costs nothing) rather than take a waiting join's turn.
+      if ((this.#options.joinQueue?.waiting ?? 0) > 0) this.#armIdleTimer(IDLE_LEAVE_RETRY_MS);
+      else this.end('idle');
+    }, delayMs);
   }
 }

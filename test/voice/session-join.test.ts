@@ -78,4 +78,39 @@ describe('GuildSession with a join queue', () => {
       { guild: 'b', reason: 'connection-failed' },
     ]);
   });
+
+  it('keeps an idle session in voice while joins wait for the gateway, then leaves', () => {
+    // Two gateway commands a minute: a's and b's joins spend them, c's waits a minute for the window.
+    const joinQueue = createJoinQueue({ perMinute: 2 });
+    const ends: { guild: string; reason: SessionEnd }[] = [];
+    const sessions = (['a', 'b', 'c'] as const).map(
+      (guild) =>
+        new GuildSession({
+          guildId: `guild-${guild}`,
+          channelId: `channel-${guild}`,
+          adapterCreator: recordingAdapter([]),
+          synthesize: () => Promise.reject(new Error('nothing is synthesised in this test')),
+          pacing: { record: () => {}, leadMs: () => 500 },
+          limits: { perServer: 5, perMember: 5 },
+          logger: silentLogger,
+          idleTimeoutMs: guild === 'c' ? 600_000 : 1_000,
+          connectTimeoutMs: 600_000,
+          joinQueue,
+          onEnd: (reason) => ends.push({ guild, reason }),
+        }),
+    );
+    expect(joinQueue.waiting).toBe(1);
+    // Idle, but a leave now would take c's turn at the gateway: a and b stay.
+    vi.advanceTimersByTime(30_000);
+    expect(ends).toEqual([]);
+    // c's join goes at the minute; a and b leave at their next try.
+    vi.advanceTimersByTime(30_000);
+    expect(joinQueue.waiting).toBe(0);
+    vi.advanceTimersByTime(10_000);
+    expect(ends).toEqual([
+      { guild: 'a', reason: 'idle' },
+      { guild: 'b', reason: 'idle' },
+    ]);
+    expect(sessions[2]?.ended).toBe(false);
+  });
 });
