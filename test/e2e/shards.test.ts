@@ -358,7 +358,7 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       expect(newIdentifies).toEqual([victimShard]);
       for (const server of survivors) {
         const capture = discord.voice(server.guild);
-        const heard = await capture.untilSilent({ quietMs: 500, timeoutMs: 20_000 }).catch((error: Error) => {
+        const heard = await capture.untilSilent({ quietMs: 500, timeoutMs: 30_000 }).catch((error: Error) => {
           // What the survivor's capture holds, for a failure in CI that does not reproduce on an idle machine.
           const sound = capture.frames.filter((f) => !f.silence);
           const last = capture.frames.at(-1);
