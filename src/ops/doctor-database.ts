@@ -8,7 +8,7 @@ import { MEMBER_MIGRATIONS } from '../members/index.ts';
 import { findSpeaker } from '../speakers.ts';
 import { type Dialect, type Migrations, openDatabase, SETTINGS_MIGRATIONS } from '../storage/index.ts';
 import type { Speaker } from '../tts/index.ts';
-import type { DoctorCheck } from './doctor.ts';
+import type { DoctorCheck } from './doctor-check.ts';
 
 /**
  * The doctor's database checks, the same on SQLite and PostgreSQL: the database is read once, without changing

@@ -13,7 +13,10 @@ import {
 } from 'discord.js';
 import type { Config } from '../config.ts';
 import { type Speaker, TtsAuthenticationError, type TtsClient } from '../tts/index.ts';
+import type { DoctorCheck } from './doctor-check.ts';
 import { autoReadChannels, databaseChecks, readDatabase } from './doctor-database.ts';
+
+export type { DoctorCheck } from './doctor-check.ts';
 
 /**
  * `npm run doctor`: everything that stops Herald from speaking, checked without a paid call, each failure with one
@@ -21,18 +24,6 @@ import { autoReadChannels, databaseChecks, readDatabase } from './doctor-databas
  * database's URL), so tests run them against the emulators and a throwaway PostgreSQL. The database's checks live
  * in doctor-database.ts.
  */
-
-/** One row of the report. */
-export interface DoctorCheck {
-  readonly name: string;
-  /** `ok` ✓; `fail` ✗ (`blocks` says whether it stops Herald from speaking). */
-  readonly status: 'ok' | 'fail';
-  readonly detail: string;
-  /** One line: what to do. Set on every failure. */
-  readonly fix?: string;
-  /** True when this failure stops Herald from speaking (the exit code is then 1). */
-  readonly blocks?: boolean;
-}
 
 /** What the doctor may use; the script builds it, tests pass emulator-backed parts. */
 export interface DoctorContext {
