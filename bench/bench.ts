@@ -54,6 +54,8 @@ export interface BenchOptions {
   readonly heraldNice?: number;
   /** Where to write Herald's log (warnings and errors) when the run ends. */
   readonly heraldLogFile?: string;
+  /** Concurrent streams for the peer baseline's ladder (default: 10, or fewer with fewer servers). */
+  readonly baselineSteps?: readonly number[];
   /** Where progress lines go. */
   readonly progress?: (line: string) => void;
 }
@@ -64,6 +66,7 @@ export const FULL: BenchOptions = {
   coldServers: 200,
   audioSeconds: 10,
   runs: 10,
+  baselineSteps: [10, 20, 40, 80, 160],
 };
 
 /** Seconds: what the smoke test and a loaded development machine use. */
@@ -173,6 +176,16 @@ export interface BenchResult {
     readonly paidUsd: number;
     readonly paidUnheardUsd: number;
     readonly lastHeardAfterMs: number;
+    /**
+     * Members neither heard nor told "could not connect" when the bench stopped waiting: each one's server, the
+     * last words of its /speak reply and what Herald said in its text channel (at most 10 listed).
+     */
+    readonly neither: readonly {
+      readonly server: string;
+      readonly reply: string;
+      readonly said: readonly string[];
+    }[];
+    readonly neitherCount: number;
   };
   /** The peer-style pipeline (whole clip, then FFmpeg through prism-media), or why it was skipped. */
   readonly baseline: Awaited<ReturnType<typeof runBaseline>>;
@@ -222,7 +235,11 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       },
       options.heraldNodeFlags ?? [],
       dataDir,
-      { entry: options.shards ? 'shards' : 'index', nice: options.heraldNice ?? HERALD_NICE },
+      {
+        entry: options.shards ? 'shards' : 'index',
+        nice: options.heraldNice ?? HERALD_NICE,
+        ...(options.heraldLogFile ? { logFile: options.heraldLogFile } : {}),
+      },
     );
     await discord.untilReady();
     if (options.shards) await untilShardsReady(discord, options.shards);
@@ -257,10 +274,14 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     const p6 = await coldBurst(discord, tts, servers.slice(maxWarm), options.audioSeconds);
     log(`P6 done: ${p6.heard}/${p6.servers} heard, $${p6.paidUnheardUsd.toFixed(4)} unheard`);
     const baseline = await runBaseline(tts, {
-      streams: Math.min(10, maxWarm),
+      steps: options.baselineSteps ?? [Math.min(10, maxWarm)],
       audioSeconds: options.audioSeconds,
     });
-    log(baseline.ran ? 'baseline done' : `baseline skipped: ${baseline.reason}`);
+    log(
+      baseline.ran
+        ? `baseline done: ${baseline.maxStreamsHeld} streams held`
+        : `baseline skipped: ${baseline.reason}`,
+    );
 
     const ok = steps.filter(held);
     return {
@@ -290,7 +311,6 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     };
   } finally {
     await herald?.stop();
-    if (options.heraldLogFile && herald) writeFileSync(options.heraldLogFile, herald.output());
     await Promise.all([discord.close(), tts.close()]);
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -558,6 +578,17 @@ async function coldBurst(
   const initial = replies.map((reply) => reply?.edits.at(-1)?.content ?? reply?.content ?? '');
   const speakingNow = initial.map((content) => /^Speaking now/.test(content));
   const perUtterance = charged.length === 0 ? 0 : paidUsd / charged.length;
+  const neither = servers.flatMap((server, i) =>
+    heardAt[i] === undefined && !couldNotConnect[i]
+      ? [
+          {
+            server: server.guild.name,
+            reply: initial[i] || (replies[i] ? '(no words)' : '(no reply within 30 s)'),
+            said: discord.channelMessages(server.text).map((message) => message.content),
+          },
+        ]
+      : [],
+  );
   return {
     servers: servers.length,
     heard,
@@ -568,6 +599,8 @@ async function coldBurst(
     paidUsd: round(paidUsd, 6),
     paidUnheardUsd: round(Math.max(0, charged.length - heard) * perUtterance, 6),
     lastHeardAfterMs: round(Math.max(0, ...heardAt.map((at) => at ?? 0)), 0),
+    neither: neither.slice(0, 10),
+    neitherCount: neither.length,
   };
 }
 

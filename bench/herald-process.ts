@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
 
@@ -41,6 +41,8 @@ export function startHeraldProcess(
     readonly entry?: 'index' | 'shards';
     /** The process's nice value (its shard processes inherit it): above 0, the machine's other work goes first. */
     readonly nice?: number;
+    /** A file that receives everything it writes, as it writes it (the whole log, not only the kept tail). */
+    readonly logFile?: string;
   } = {},
 ): HeraldProcess {
   const script = options.entry === 'shards' ? SHARDS : INDEX;
@@ -50,7 +52,9 @@ export function startHeraldProcess(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  const log = options.logFile ? createWriteStream(options.logFile) : undefined;
   const collect = (chunk: Buffer) => {
+    log?.write(chunk);
     // Keep the tail only: a long run at warn level is still small, but never unbounded.
     output = (output + chunk.toString()).slice(-200_000);
   };

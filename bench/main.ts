@@ -2,7 +2,7 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>-<commit>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's warnings, `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -17,9 +17,13 @@ const options: BenchOptions = {
   ...base,
   ...(flag('servers') ? { servers: (flag('servers') ?? '').split(',').map(Number) } : {}),
   ...(flag('cold') ? { coldServers: Number(flag('cold')) } : {}),
+  ...(flag('baseline') ? { baselineSteps: (flag('baseline') ?? '').split(',').map(Number) } : {}),
   ...(flag('seconds') ? { audioSeconds: Number(flag('seconds')) } : {}),
   ...(args.includes('--all-steps') ? { allSteps: true } : {}),
-  ...(flag('pause') ? { heraldEnv: { UTTERANCE_PAUSE_MS: flag('pause') ?? '' } } : {}),
+  heraldEnv: {
+    ...(flag('pause') ? { UTTERANCE_PAUSE_MS: flag('pause') ?? '' } : {}),
+    ...(flag('log-level') ? { LOG_LEVEL: flag('log-level') ?? '' } : {}),
+  },
   ...(flag('shards') ? { shards: Number(flag('shards')) } : {}),
   ...(flag('nice') ? { heraldNice: Number(flag('nice')) } : {}),
   ...(flag('herald-log') ? { heraldLogFile: flag('herald-log') ?? '' } : {}),
@@ -67,12 +71,22 @@ function formatTable(r: BenchResult): string {
     ],
     [
       `P6 ${r.p6ColdBurst.servers} cold servers at once`,
-      `${r.p6ColdBurst.heard} heard (last after ${r.p6ColdBurst.lastHeardAfterMs} ms); told: ${r.p6ColdBurst.toldSpeakingNow} "Speaking now", ${r.p6ColdBurst.toldJoining} "joining", ${r.p6ColdBurst.toldCouldNotConnect} "could not connect" (${r.p6ColdBurst.toldSpeakingThenCouldNotConnect} after "Speaking now"); paid $${r.p6ColdBurst.paidUsd}, unheard $${r.p6ColdBurst.paidUnheardUsd}`,
+      `${r.p6ColdBurst.heard} heard (last after ${r.p6ColdBurst.lastHeardAfterMs} ms); told: ${r.p6ColdBurst.toldSpeakingNow} "Speaking now", ${r.p6ColdBurst.toldJoining} "joining", ${r.p6ColdBurst.toldCouldNotConnect} "could not connect" (${r.p6ColdBurst.toldSpeakingThenCouldNotConnect} after "Speaking now"); paid $${r.p6ColdBurst.paidUsd}, unheard $${r.p6ColdBurst.paidUnheardUsd}; ${r.p6ColdBurst.neitherCount} neither heard nor told`,
     ],
+    ...r.p6ColdBurst.neither.map((member): [string, string] => [
+      `P6 neither: ${member.server}`,
+      `reply "${member.reply}"; said ${member.said.length === 0 ? 'nothing' : member.said.map((line) => `"${line}"`).join(', ')}`,
+    ]),
+    ...(r.baseline.ran
+      ? r.baseline.steps.map((step): [string, string] => [
+          `baseline ${step.streams} streams at once`,
+          `${(step.lateShare * 100).toFixed(2)} % frames >40 ms late, first frame median ${step.firstFrameMedianMs} ms, ${step.cpuMsPerStreamSecond} ms CPU/stream-s`,
+        ])
+      : []),
     [
       'baseline (whole clip, FFmpeg, prism-media)',
       r.baseline.ran
-        ? `${r.baseline.streams} streams: first frame ${r.baseline.firstFrameMedianMs} ms, ${r.baseline.cpuMsPerStreamSecond} ms CPU/stream-s`
+        ? `most streams held (≤1 % late): ${r.baseline.maxStreamsHeld}`
         : `skipped: ${r.baseline.reason}`,
     ],
   ];
