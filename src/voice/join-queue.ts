@@ -9,6 +9,11 @@
  * CPU-hungry key exchange (and DAVE's MLS): 114 at once on two cores took longer than the 15 s connect deadline
  * for some, which were paid for and never heard. At most {@link DEFAULT_MAX_HANDSHAKES} are in flight; the next
  * join is sent as one completes (ready or failed), which costs no throughput at the gateway's rate.
+ *
+ * Leaves are gateway commands in the same window, but nobody waits for one: Herald has already stopped playing
+ * and only its presence in the channel remains. They go after every waiting join, as the window has room. Sent at
+ * once, 400 leaves (400 members leaving, or 400 sessions idle together) filled discord.js's hidden queue for
+ * three minutes, and every join asked meanwhile sat behind them until its connect deadline failed it.
  */
 
 /** Joins one shard sends in any 60 s when none is configured: under discord.js's 115, leaving room for heartbeats,
@@ -36,14 +41,24 @@ export interface QueuedJoin {
 
 /** The shard's voice-join pacer; one per gateway connection, shared by every server on it. */
 export interface JoinQueue {
-  /** Runs `send` now if the window has room, else when it has; FIFO. */
-  schedule(send: () => void): QueuedJoin;
-  /** Records a gateway command that is not a join (a leave) and is sent at once, so it counts in the window. */
+  /**
+   * Runs `send` now if the window has room, else when it has; FIFO. Sending it drops a leave still waiting for the
+   * same `key` (the server): the join supersedes it.
+   */
+  schedule(send: () => void, key?: string): QueuedJoin;
+  /**
+   * Runs a leave's `send` now if no join waits and the window has room, else after the waiting joins, as the
+   * window has room. A newer leave for the same `key` replaces one still waiting.
+   */
+  leave(key: string, send: () => void): void;
+  /** Records a gateway command that is sent at once, so it counts in the window. */
   record(): void;
   /** How long, in ms, a join scheduled now would wait. */
   estimateWaitMs(): number;
   /** Joins waiting. */
   readonly waiting: number;
+  /** Leaves waiting behind the joins. */
+  readonly leavesWaiting: number;
   /** Joins sent whose handshake has not finished. */
   readonly handshaking: number;
   /**
@@ -51,7 +66,7 @@ export interface JoinQueue {
    * nothing should be paid for before its connection is ready.
    */
   readonly busy: boolean;
-  /** Cancels every waiting join (shutdown). */
+  /** Cancels every waiting join and sends every waiting leave (shutdown). */
   clear(): void;
 }
 
@@ -73,12 +88,15 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
   const sent: number[] = [];
   interface Entry {
     send: () => void;
+    key: string | undefined;
     cancelled: boolean;
     finished: boolean;
     sent: boolean;
     lease?: NodeJS.Timeout;
   }
   const waiting: Entry[] = [];
+  /** Leaves not yet sent, by server, oldest first. */
+  const leaves = new Map<string, () => void>();
   let timer: NodeJS.Timeout | undefined;
 
   const prune = (now: number): void => {
@@ -109,6 +127,7 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
       if (!next || next.cancelled) continue;
       sent.push(now);
       next.sent = true;
+      if (next.key !== undefined) leaves.delete(next.key);
       if (!next.finished) {
         handshakes.add(next);
         next.lease = setTimeout(() => finish(next), HANDSHAKE_LEASE_MS);
@@ -117,8 +136,17 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
       next.send();
     }
     while (waiting[0]?.cancelled) waiting.shift();
-    // Held by the handshakes in flight: a finishing one drains again.
-    if (waiting.length > 0 && handshakes.size < maxHandshakes) {
+    const joinsWaiting = waiting.some((entry) => !entry.cancelled);
+    if (!joinsWaiting) {
+      for (const [key, send] of leaves) {
+        if (sent.length >= limit) break;
+        leaves.delete(key);
+        sent.push(now);
+        send();
+      }
+    }
+    // Held by the window (not by the handshakes in flight, whose finishing drains again): wait for its room.
+    if ((joinsWaiting && handshakes.size < maxHandshakes) || (!joinsWaiting && leaves.size > 0)) {
       const oldest = sent[0] ?? now;
       timer = setTimeout(drain, Math.max(0, oldest + WINDOW_MS - now));
     }
@@ -131,9 +159,9 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
   }
 
   return {
-    schedule(send) {
+    schedule(send, key) {
       const dueAt = slotAt(waiting.filter((entry) => !entry.cancelled).length, Date.now());
-      const entry: Entry = { send, cancelled: false, finished: false, sent: false };
+      const entry: Entry = { send, key, cancelled: false, finished: false, sent: false };
       waiting.push(entry);
       drain();
       return {
@@ -148,6 +176,11 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
         done: () => finish(entry),
       };
     },
+    leave(key, send) {
+      leaves.delete(key);
+      leaves.set(key, send);
+      drain();
+    },
     record() {
       const now = Date.now();
       prune(now);
@@ -160,6 +193,9 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
     get waiting() {
       return waiting.filter((entry) => !entry.cancelled).length;
     },
+    get leavesWaiting() {
+      return leaves.size;
+    },
     get handshaking() {
       return handshakes.size;
     },
@@ -169,6 +205,9 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
     clear() {
       for (const entry of waiting) entry.cancelled = true;
       waiting.length = 0;
+      const asked = [...leaves.values()];
+      leaves.clear();
+      for (const send of asked) send();
       for (const entry of handshakes) clearTimeout(entry.lease);
       handshakes.clear();
       clearTimeout(timer);

@@ -409,7 +409,7 @@ export class GuildSession {
           if (this.#ended) return;
           adapter.sendPayload(payload);
           this.#armConnectTimer();
-        });
+        }, this.#options.guildId);
         // Held (by the gateway's rate, or by the handshakes in flight): its send arms the connect deadline.
         if (!queued.sent) this.#queuedJoin = queued;
         // Its handshake holds one of the queue's slots until the connection is ready or the session ends.
@@ -422,8 +422,10 @@ export class GuildSession {
           clearTimeout(held);
           const joining = (payload as { d?: { channel_id?: unknown } }).d?.channel_id != null;
           if (!joining) {
-            queue?.record();
-            return adapter.sendPayload(payload);
+            // A leave: nobody waits for it, so it goes after the joins that members are waiting for.
+            if (!queue) return adapter.sendPayload(payload);
+            queue.leave(this.#options.guildId, () => adapter.sendPayload(payload));
+            return true;
           }
           if (delay === Number.POSITIVE_INFINITY) return true;
           if (delay === 0) send(payload);

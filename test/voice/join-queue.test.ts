@@ -59,6 +59,75 @@ describe('join queue', () => {
     expect(sent).toEqual(['a', 'c']);
   });
 
+  it('sends leaves after every waiting join, as the window has room (400 leaves at once held the joins for minutes)', () => {
+    const queue = createJoinQueue({ perMinute: 2 });
+    const sent: string[] = [];
+    queue.leave('x', () => sent.push('leave x'));
+    queue.schedule(() => sent.push('join a'), 'a');
+    expect(sent).toEqual(['leave x', 'join a']);
+    // The window is full: a leave asked now waits, and a join asked after it still goes first.
+    queue.leave('y', () => sent.push('leave y'));
+    queue.schedule(() => sent.push('join b'), 'b');
+    expect(queue.leavesWaiting).toBe(1);
+    // Leaves never delay a join: one asked now would go with b, at the minute.
+    expect(queue.estimateWaitMs()).toBe(60_000);
+    vi.advanceTimersByTime(59_999);
+    expect(sent).toEqual(['leave x', 'join a']);
+    // The minute frees both slots: the join first, then the leave.
+    vi.advanceTimersByTime(1);
+    expect(sent).toEqual(['leave x', 'join a', 'join b', 'leave y']);
+    expect(queue.leavesWaiting).toBe(0);
+  });
+
+  it('holds a leave while a join waits for a handshake slot, though the window has room', () => {
+    const queue = createJoinQueue({ perMinute: 10, maxHandshakes: 1 });
+    const sent: string[] = [];
+    const a = queue.schedule(() => sent.push('join a'), 'a');
+    queue.schedule(() => sent.push('join b'), 'b');
+    queue.leave('x', () => sent.push('leave x'));
+    expect(sent).toEqual(['join a']);
+    a.done();
+    expect(sent).toEqual(['join a', 'join b', 'leave x']);
+  });
+
+  it('drops a waiting leave when a join for the same server is sent, and keeps only the newest leave of a server', () => {
+    const queue = createJoinQueue({ perMinute: 1 });
+    const sent: string[] = [];
+    queue.schedule(() => sent.push('join a'), 'a');
+    queue.leave('b', () => sent.push('leave b (old)'));
+    queue.leave('b', () => sent.push('leave b'));
+    queue.leave('a', () => sent.push('leave a'));
+    expect(queue.leavesWaiting).toBe(2);
+    // A join for a supersedes a's leave: Herald is to be in voice there.
+    queue.schedule(() => sent.push('join a again'), 'a');
+    vi.advanceTimersByTime(60_000);
+    expect(sent).toEqual(['join a', 'join a again']);
+    vi.advanceTimersByTime(60_000);
+    expect(sent).toEqual(['join a', 'join a again', 'leave b']);
+    vi.advanceTimersByTime(600_000);
+    expect(sent).toEqual(['join a', 'join a again', 'leave b']);
+  });
+
+  it("a cancelled join does not drop its server's leave", () => {
+    const queue = createJoinQueue({ perMinute: 1 });
+    const sent: string[] = [];
+    queue.schedule(() => sent.push('join x'), 'x');
+    queue.leave('a', () => sent.push('leave a'));
+    queue.schedule(() => sent.push('join a'), 'a').cancel();
+    vi.advanceTimersByTime(60_000);
+    expect(sent).toEqual(['join x', 'leave a']);
+  });
+
+  it('clear() sends every waiting leave (shutdown)', () => {
+    const queue = createJoinQueue({ perMinute: 1 });
+    const sent: string[] = [];
+    queue.schedule(() => sent.push('join a'), 'a');
+    queue.leave('b', () => sent.push('leave b'));
+    queue.clear();
+    expect(sent).toEqual(['join a', 'leave b']);
+    expect(queue.leavesWaiting).toBe(0);
+  });
+
   it('counts leaves in the window, and clear() drops every waiting join', () => {
     const queue = createJoinQueue({ perMinute: 2 });
     const sent: string[] = [];

@@ -61,14 +61,20 @@ describe('GuildSession with a join queue', () => {
     expect(first.joinWaitMs()).toBe(3_000);
     expect(second.joinWaitMs()).toBe(60_000);
 
-    // Discord never answers either join: the first fails 15 s after it was sent (its leave is counted too); the
-    // second is still waiting, with no deadline running.
+    // Discord never answers either join: the first fails 15 s after it was sent; its leave waits behind b's join
+    // (nobody waits for a leave). The second is still waiting, with no deadline running.
     vi.advanceTimersByTime(15_000);
     expect(ends).toEqual([{ guild: 'a', reason: 'connection-failed' }]);
     expect(second.ended).toBe(false);
+    expect(sent.a).toHaveLength(1);
+    expect(joinQueue.leavesWaiting).toBe(1);
 
     vi.advanceTimersByTime(45_000);
     expect(sent.b).toHaveLength(1);
+    expect(sent.a).toEqual([
+      expect.anything(),
+      expect.objectContaining({ d: expect.objectContaining({ channel_id: null }) }),
+    ]);
     expect(second.joinWaitMs()).toBe(0);
     vi.advanceTimersByTime(14_999);
     expect(second.ended).toBe(false);
