@@ -316,6 +316,11 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   }
 }
 
+/** When the capture's first sounding packet arrived (`performance.now()` clock, stamped on arrival). */
+function firstSoundAt(capture: ReturnType<DiscordEmulator['voice']>): number {
+  return capture.frames.find((frame) => !frame.silence)?.receivedAt ?? Number.NaN;
+}
+
 function addServer(discord: DiscordEmulator, i: number): Server {
   const guild = discord.createGuild({ name: `Bench ${i}` });
   const text = guild.addTextChannel('general');
@@ -335,7 +340,7 @@ async function measureLatency(discord: DiscordEmulator, tts: TtsEmulator, server
     let start = performance.now();
     const reply = discord.slash(server.member, 'speak', { text: `Cold start number ${i}.` });
     await capture.untilFrames(1, { timeoutMs: 30_000 });
-    cold.push(performance.now() - start);
+    cold.push(firstSoundAt(capture) - start);
     await reply;
     await capture.untilSilent({ quietMs: 300 });
 
@@ -346,7 +351,8 @@ async function measureLatency(discord: DiscordEmulator, tts: TtsEmulator, server
       discord.slash(server.member, 'speak', { text: `Warm number ${i}.` }),
       capture.untilFrames(1, { timeoutMs: 30_000 }),
     ]);
-    const firstPacket = performance.now();
+    // When the packet arrived, not when both waits were over: the interaction's reply may come after it.
+    const firstPacket = firstSoundAt(capture);
     warm.push(firstPacket - start);
     const request = tts.requests
       .slice(before)
