@@ -1,6 +1,6 @@
 /**
  * Where Herald's CPU went: sums the self time of a V8 CPU profile (`npm run bench -- --cpu-prof` writes them to
- * bench/results/profiles) by function and by area. Run: `node bench/profile-summary.ts <file.cpuprofile>`.
+ * bench/results/profiles) by function and by area. Run: `node bench/profile-summary.ts <file.cpuprofile> [--busiest=SECONDS]` (only the busiest window, e.g. a P4 step).
  */
 import { readFileSync } from 'node:fs';
 
@@ -10,9 +10,10 @@ interface ProfileNode {
   hitCount?: number;
 }
 
-const file = process.argv[2];
+const args = process.argv.slice(2);
+const file = args.find((arg) => !arg.startsWith('--'));
 if (!file) {
-  console.error('usage: node bench/profile-summary.ts <file.cpuprofile>');
+  console.error('usage: node bench/profile-summary.ts <file.cpuprofile> [--busiest=SECONDS]');
   process.exit(2);
 }
 const profile = JSON.parse(readFileSync(file, 'utf8')) as {
@@ -20,8 +21,36 @@ const profile = JSON.parse(readFileSync(file, 'utf8')) as {
   samples: number[];
   timeDeltas: number[];
 };
+const idle = new Set(
+  profile.nodes.filter((node) => node.callFrame.functionName === '(idle)').map((node) => node.id),
+);
+// Each sample's time since the profile started, in µs.
+const at: number[] = [];
+profile.timeDeltas.reduce((sum, delta, i) => {
+  at[i] = sum + delta;
+  return sum + delta;
+}, 0);
+// --busiest=S: only the S seconds with the most busy CPU (a P4 step, rather than the joins before it).
+const busiest = Number(args.find((arg) => arg.startsWith('--busiest='))?.split('=')[1] ?? 0) * 1e6;
+let [from, to] = [0, Number.POSITIVE_INFINITY];
+if (busiest > 0) {
+  let best = -1;
+  let busy = 0;
+  let start = 0;
+  for (let end = 0; end < profile.samples.length; end++) {
+    if (!idle.has(profile.samples[end] ?? -1)) busy += profile.timeDeltas[end] ?? 0;
+    while ((at[end] ?? 0) - (at[start] ?? 0) > busiest) {
+      if (!idle.has(profile.samples[start] ?? -1)) busy -= profile.timeDeltas[start] ?? 0;
+      start++;
+    }
+    if (busy > best) [best, from, to] = [busy, at[start] ?? 0, at[end] ?? 0];
+  }
+  console.log(`the busiest ${busiest / 1e6} s: from ${(from / 1e6).toFixed(1)} s to ${(to / 1e6).toFixed(1)} s`);
+}
 const selfUs = new Map<number, number>();
 profile.samples.forEach((id, i) => {
+  const t = at[i] ?? 0;
+  if (t < from || t > to) return;
   selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
 });
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import {
   type Database,
   type Migrations,
@@ -11,6 +11,9 @@ import {
 
 /** `$1` → `?1`: SQLite numbers its parameters with `?`, and `$1` would be a named one there. */
 const placeholders = (sql: string): string => sql.replace(/\$(\d+)/g, '?$1');
+
+/** Prepared statements kept per connection; past this many (SQL built with a varying list), the cache starts over. */
+const STATEMENT_CACHE_SIZE = 256;
 
 /** SQLITE_BUSY: another connection holds the write lock. */
 const SQLITE_BUSY = 5;
@@ -58,21 +61,30 @@ export function openSqliteDatabase(path: string): Database {
     ),
   );
 
+  // Each statement is compiled once: compiling it again for every call was most of SQLite's CPU on the event loop
+  // (a reservation and its settlement run a dozen statements each, for every utterance).
+  const statements = new Map<string, StatementSync>();
+  const prepared = (sql: string): StatementSync => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
+      statement = db.prepare(placeholders(sql));
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+
   const direct: Queryable = {
     dialect: 'sqlite',
     forUpdate: '',
     all<Row>(sql: string, params: readonly SqlValue[] = []) {
-      return retryBusy(() => db.prepare(placeholders(sql)).all(...(params as SQLInputValue[])) as Row[]);
+      return retryBusy(() => prepared(sql).all(...(params as SQLInputValue[])) as Row[]);
     },
     get<Row>(sql: string, params: readonly SqlValue[] = []) {
-      return retryBusy(
-        () => db.prepare(placeholders(sql)).get(...(params as SQLInputValue[])) as Row | undefined,
-      );
+      return retryBusy(() => prepared(sql).get(...(params as SQLInputValue[])) as Row | undefined);
     },
     run(sql, params = []) {
-      return retryBusy(() =>
-        Number(db.prepare(placeholders(sql)).run(...(params as SQLInputValue[])).changes),
-      );
+      return retryBusy(() => Number(prepared(sql).run(...(params as SQLInputValue[])).changes));
     },
   };
 
