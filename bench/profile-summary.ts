@@ -45,7 +45,9 @@ if (busiest > 0) {
     }
     if (busy > best) [best, from, to] = [busy, at[start] ?? 0, at[end] ?? 0];
   }
-  console.log(`the busiest ${busiest / 1e6} s: from ${(from / 1e6).toFixed(1)} s to ${(to / 1e6).toFixed(1)} s`);
+  console.log(
+    `the busiest ${busiest / 1e6} s: from ${(from / 1e6).toFixed(1)} s to ${(to / 1e6).toFixed(1)} s`,
+  );
 }
 const selfUs = new Map<number, number>();
 profile.samples.forEach((id, i) => {
