@@ -36,7 +36,9 @@ const options: BenchOptions = {
 const result = await runBench(options);
 console.log(formatTable(result));
 mkdirSync(resultsDir, { recursive: true });
-const file = join(resultsDir, `${result.startedAt.slice(0, 10)}-${result.machine.commit}.json`);
+// One process and shards at the same commit are run side by side: each keeps its own file.
+const mode = options.shards ? `${options.shards}-shards` : 'one-process';
+const file = join(resultsDir, `${result.startedAt.slice(0, 10)}-${result.machine.commit}-${mode}.json`);
 writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`\nwritten to ${file}`);
 
