@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
- * bench/results/<date>-<commit>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
+ * bench/results/<date>T<time>-<commit>-<one-process or N-shards>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
  * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
@@ -36,9 +36,10 @@ const options: BenchOptions = {
 const result = await runBench(options);
 console.log(formatTable(result));
 mkdirSync(resultsDir, { recursive: true });
-// One process and shards at the same commit are run side by side: each keeps its own file.
 const mode = options.shards ? `${options.shards}-shards` : 'one-process';
-const file = join(resultsDir, `${result.startedAt.slice(0, 10)}-${result.machine.commit}-${mode}.json`);
+// The start time (UTC, to the minute) too: several runs at one commit each keep their file.
+const started = result.startedAt.slice(0, 16).replace(':', '');
+const file = join(resultsDir, `${started}-${result.machine.commit}-${mode}.json`);
 writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`\nwritten to ${file}`);
 
