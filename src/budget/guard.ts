@@ -9,6 +9,7 @@ import {
   type BudgetTransaction,
   type DailySpend,
   type GuildBudgetSettings,
+  type OpenTotals,
   type StoredReservation,
   utcDay,
 } from './store.ts';
@@ -328,7 +329,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
   const evaluate = async (
     reader: BudgetReads,
     account: AccountState,
-    open: readonly StoredReservation[],
+    open: OpenTotals,
     request: BudgetRequest,
     at: number,
     queued?: QueuedCharacters,
@@ -344,7 +345,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     }
     const estimate = estimateWith(account, request.characters);
     if (account.balanceUsd !== null) {
-      const reserved = sumNanos(open) + estimateWith(account, queued?.all ?? 0);
+      const reserved = open.estimateNanos + estimateWith(account, queued?.all ?? 0);
       if (toNanos(account.balanceUsd) - reserved - estimate < floorNanos) {
         return {
           kind: 'would-cross-floor',
@@ -359,7 +360,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     if (dailyCapUsd !== null) {
       const spent =
         toNanos((await reader.spendOn(request.guildId, utcDay(at))).usd) +
-        sumNanos(open, (r) => r.guildId === request.guildId) +
+        open.guildEstimateNanos +
         estimateWith(account, queued?.guild ?? 0);
       if (spent + estimate > toNanos(dailyCapUsd)) {
         return {
@@ -373,7 +374,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
       }
     }
     const recent = await reader.userCharactersSince(request.userId, at - MINUTE_MS);
-    const inFlight = open.reduce((sum, r) => sum + (r.userId === request.userId ? r.characters : 0), 0);
+    const inFlight = open.userCharacters;
     const used = recent.reduce((sum, row) => sum + row.characters, 0) + inFlight + (queued?.member ?? 0);
     if (used + request.characters > memberCharsPerMinute) {
       return {
@@ -382,7 +383,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
         usedCharacters: used,
         characters: request.characters,
         limitPerMinute: memberCharsPerMinute,
-        retryAfterMs: retryAfter(recent, open.length, used + request.characters - memberCharsPerMinute, at),
+        retryAfterMs: retryAfter(recent, open.count, used + request.characters - memberCharsPerMinute, at),
       };
     }
     return undefined;
@@ -598,11 +599,11 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
       // Reservations of a process that died stop holding money once they expire: they become uncertain rows.
       const account = await reconcile(tx, at);
       lastSeen = account;
-      const reservations = await tx.reservations(at);
       if (kind === 'speech') {
-        const refusal = await evaluate(tx, account, reservations, request, at);
+        const open = await tx.openTotals(at, request.guildId, request.userId);
+        const refusal = await evaluate(tx, account, open, request, at);
         if (refusal) return refusal;
-        if (reservations.length > 0 && learning(account)) return { kind: 'learning' } as const;
+        if (open.count > 0 && learning(account)) return { kind: 'learning' } as const;
       }
       const stored = await tx.addReservation({
         kind,
@@ -658,7 +659,8 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
       const at = now();
       const account = await store.account();
       lastSeen = account;
-      const refusal = await evaluate(store, account, await store.reservations(at), request, at, queued);
+      const open = await store.openTotals(at, request.guildId, request.userId);
+      const refusal = await evaluate(store, account, open, request, at, queued);
       return refusal ?? { kind: 'ok' };
     },
     reserve,

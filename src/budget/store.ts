@@ -272,11 +272,24 @@ export interface StoredReservation {
   readonly expiresAt: number;
 }
 
+/** Unexpired reservations, summed: how many, their estimate, the server's part of it, the member's characters. */
+export interface OpenTotals {
+  readonly count: number;
+  readonly estimateNanos: number;
+  readonly guildEstimateNanos: number;
+  readonly userCharacters: number;
+}
+
 /** What the guard reads; inside {@link BudgetStore.locked} the figures cannot change under it. */
 export interface BudgetReads {
   account(): Promise<AccountState>;
   /** Reservations that had not expired at `at` (ms), every process's, oldest first. */
   reservations(at: number): Promise<StoredReservation[]>;
+  /**
+   * The same reservations summed in the database, for a decision about `guildId` and `userId`: reading every row
+   * for every decision made a burst of N requests cost N² rows.
+   */
+  openTotals(at: number, guildId: string, userId: string): Promise<OpenTotals>;
   /** A server's spend on a UTC day (`YYYY-MM-DD`). */
   spendOn(guildId: string, day: string): Promise<DailySpend>;
   /** The user's generations after `since` (ms), oldest first, across every server. */
@@ -419,6 +432,21 @@ function reads(q: Queryable): BudgetReads {
         [at],
       );
       return rows.map(toReservation);
+    },
+    async openTotals(at, guildId, userId) {
+      const row = await q.get<{ count: number; total: number; guild: number; member: number }>(
+        `SELECT COUNT(*) AS count, COALESCE(SUM(estimate_nanos), 0) AS total,
+           COALESCE(SUM(CASE WHEN guild_id = $2 THEN estimate_nanos ELSE 0 END), 0) AS guild,
+           COALESCE(SUM(CASE WHEN user_id = $3 THEN characters ELSE 0 END), 0) AS member
+         FROM budget_reservations WHERE expires_at > $1`,
+        [at, guildId, userId],
+      );
+      return {
+        count: Number(row?.count ?? 0),
+        estimateNanos: Number(row?.total ?? 0),
+        guildEstimateNanos: Number(row?.guild ?? 0),
+        userCharacters: Number(row?.member ?? 0),
+      };
     },
     async spendOn(guildId, day) {
       const rows = await q.all<{ user_id: string; usd: number; characters: number; generations: number }>(
