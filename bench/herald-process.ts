@@ -61,6 +61,7 @@ export function startHeraldProcess(
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
   const exited = once(child, 'exit');
+  child.once('exit', () => log?.end());
   const pid = child.pid;
   if (pid === undefined) throw new Error('could not start Herald');
   if (options.nice) setPriority(pid, options.nice);

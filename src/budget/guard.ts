@@ -300,10 +300,8 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     account.pricePerCharUsd ?? options.pricePerCharUsd ?? ASSUMED_PRICE_PER_CHAR_USD;
   const estimateWith = (account: AccountState, characters: number): number =>
     Math.round(priceOf(account) * characters * 1e9);
-  const sumNanos = (
-    open: readonly StoredReservation[],
-    keep: (r: StoredReservation) => boolean = () => true,
-  ) => open.reduce((sum, r) => sum + (keep(r) ? r.estimateNanos : 0), 0);
+  const sumNanos = (reservations: readonly StoredReservation[]) =>
+    reservations.reduce((sum, r) => sum + r.estimateNanos, 0);
   // Before the first balance is seen, reservations have nothing to be checked against, so concurrency could
   // overshoot the floor: one generation at a time until a response reports it. With a floor of 0 the service's
   // own refusal (402) is the floor, and nothing needs to wait.

@@ -51,8 +51,6 @@ export interface JoinQueue {
    * window has room. A newer leave for the same `key` replaces one still waiting.
    */
   leave(key: string, send: () => void): void;
-  /** Records a gateway command that is sent at once, so it counts in the window. */
-  record(): void;
   /** How long, in ms, a join scheduled now would wait. */
   estimateWaitMs(): number;
   /** Joins waiting. */
@@ -180,11 +178,6 @@ export function createJoinQueue(options: JoinQueueOptions = {}): JoinQueue {
       leaves.delete(key);
       leaves.set(key, send);
       drain();
-    },
-    record() {
-      const now = Date.now();
-      prune(now);
-      sent.push(now);
     },
     estimateWaitMs() {
       const now = Date.now();

@@ -80,7 +80,7 @@ const FRAME_MS = 20;
 const DEFAULT_PAUSE_MS = 120;
 /** What a member is told to expect when their join waits behind a burst of voice handshakes. */
 const BURST_JOIN_WAIT_MS = 3_000;
-/** How soon an idle session that let waiting joins go first tries to leave again. */
+/** How soon an idle session that stayed while joins waited tries to leave again. */
 const IDLE_LEAVE_RETRY_MS = 10_000;
 
 /** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
@@ -457,8 +457,8 @@ export class GuildSession {
     clearTimeout(this.#idleTimer);
     if (this.#ended || this.pending > 0) return;
     this.#idleTimer = setTimeout(() => {
-      // A leave is a gateway command too, counted in the same per-minute window as joins: while members wait for
-      // Herald to join them, an idle session stays (it costs nothing) rather than take a waiting join's turn.
+      // While members wait for Herald to join them, an idle session stays (it costs nothing): its leave would wait
+      // behind their joins anyway, and a member who speaks again meanwhile is heard without a join of their own.
       if ((this.#options.joinQueue?.waiting ?? 0) > 0) this.#armIdleTimer(IDLE_LEAVE_RETRY_MS);
       else this.end('idle');
     }, delayMs);

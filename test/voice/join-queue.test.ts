@@ -131,8 +131,8 @@ describe('join queue', () => {
   it('counts leaves in the window, and clear() drops every waiting join', () => {
     const queue = createJoinQueue({ perMinute: 2 });
     const sent: string[] = [];
-    queue.record();
-    queue.record();
+    queue.leave('x', () => {});
+    queue.leave('y', () => {});
     queue.schedule(() => sent.push('a'));
     expect(sent).toEqual([]);
     expect(queue.estimateWaitMs()).toBe(60_000);

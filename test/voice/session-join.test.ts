@@ -33,7 +33,7 @@ describe('GuildSession with a join queue', () => {
   it('sends a held join when the queue has room and starts the connect deadline then', () => {
     // Two gateway commands a minute, one already spent (a leave): room for one join now, the next in 60 s.
     const joinQueue = createJoinQueue({ perMinute: 2 });
-    joinQueue.record();
+    joinQueue.leave('guild-elsewhere', () => {});
     const sessions: GuildSession[] = [];
     const ends: { guild: string; reason: SessionEnd }[] = [];
     const sent: Record<string, unknown[]> = { a: [], b: [] };
