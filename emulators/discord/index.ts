@@ -39,6 +39,7 @@ export { describeHearing, hear, hearingOf, intervalStats } from './capture.ts';
 export type { DaveEvent } from './dave-protocol.ts';
 export { type IdentifyRecord, type SessionView as GatewaySession, shardOf } from './gateway.ts';
 export type { RestCall } from './rest.ts';
+export type { EncryptionMode } from './rtp.ts';
 export type {
   Channel,
   DaveFaults,
@@ -103,6 +104,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     cert: certificate.cert,
     key: certificate.key,
     heartbeatIntervalMs: o.voiceHeartbeatMs ?? 13_750,
+    xchacha: o.xchacha ?? true,
     events: {
       // Without Speak in its channel the bot is muted by Discord: nobody hears its frames.
       onFrame: (guildId, frame) => {

@@ -1,6 +1,18 @@
-/** Transport encryption of voice packets (discord-protocol.md §7). */
-import { createDecipheriv, type KeyObject } from 'node:crypto';
+/** Transport encryption of voice packets (discord-protocol.md §6–7). */
+import { createDecipheriv, createSecretKey, type KeyObject } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { crypto_aead_xchacha20poly1305_ietf_decrypt } from 'sodium-native';
+
+/** The transport encryption modes the emulator accepts: the two Discord offers, in its order. */
+export const AES_MODE = 'aead_aes256_gcm_rtpsize';
+export const XCHACHA_MODE = 'aead_xchacha20_poly1305_rtpsize';
+/** A transport encryption mode a voice session selects (voice op 1). */
+export type EncryptionMode = typeof AES_MODE | typeof XCHACHA_MODE;
+
+/** A voice session's mode and its key in the form that mode's decryption takes. */
+export type TransportKey =
+  | { readonly mode: typeof AES_MODE; readonly key: KeyObject }
+  | { readonly mode: typeof XCHACHA_MODE; readonly key: Buffer };
 
 /** The RTP header fields the capture keeps. */
 export interface RtpFields {
@@ -11,15 +23,27 @@ export interface RtpFields {
   readonly timestamp: number;
 }
 
+// Both modes' authentication tag, between the ciphertext and the 4-byte nonce counter.
+const TAG_BYTES = 16;
+
+/** The key for `mode` made from the session description's 32-byte secret, once per session. */
+export function transportKey(mode: EncryptionMode, secretKey: Buffer): TransportKey {
+  // A key object spares AES-GCM an import of the raw key for each of the 50 packets a second per stream.
+  return mode === AES_MODE ? { mode, key: createSecretKey(secretKey) } : { mode, key: secretKey };
+}
+
 /**
- * Decrypts one aead_aes256_gcm_rtpsize packet: AAD = RTP header, IV = 4-byte counter + 8 zero bytes.
+ * Decrypts one packet of an rtpsize mode: AAD = RTP header, then ciphertext, tag and a 4-byte counter; the nonce
+ * is the counter followed by zero bytes (8 for AES-256-GCM's IV, 20 for XChaCha20-Poly1305's nonce).
  * `receivedAt` is when it arrived (`performance.now()`), default now.
  */
 export function decryptRtp(
   packet: Buffer,
-  sessionOf: (ssrc: number) => { readonly guildId: string; readonly key: KeyObject | undefined } | undefined,
+  sessionOf: (
+    ssrc: number,
+  ) => { readonly guildId: string; readonly transport: TransportKey | undefined } | undefined,
   receivedAt: number = performance.now(),
-): { guildId: string; payload: Buffer; frame: RtpFields } | undefined {
+): { guildId: string; mode: EncryptionMode; payload: Buffer; frame: RtpFields } | undefined {
   const first = packet[0] ?? 0;
   const csrcCount = first & 0x0f;
   const hasExtension = (first & 0x10) !== 0;
@@ -27,26 +51,45 @@ export function decryptRtp(
   const headerLength = 12 + 4 * csrcCount + (hasExtension ? 4 : 0);
   const ssrc = packet.readUInt32BE(8);
   const allocation = sessionOf(ssrc);
-  if (!allocation?.key || packet.length < headerLength + 16 + 4) return undefined;
-  const header = packet.subarray(0, headerLength);
-  const counter = packet.subarray(packet.length - 4);
-  const tag = packet.subarray(packet.length - 4 - 16, packet.length - 4);
-  const body = packet.subarray(headerLength, packet.length - 4 - 16);
-  const iv = Buffer.concat([counter, Buffer.alloc(8)]);
-  let plain: Buffer;
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', allocation.key, iv);
-    decipher.setAAD(header);
-    decipher.setAuthTag(tag);
-    plain = Buffer.concat([decipher.update(body), decipher.final()]);
-  } catch {
-    return undefined;
-  }
+  const transport = allocation?.transport;
+  if (!allocation || !transport || packet.length < headerLength + TAG_BYTES + 4) return undefined;
+  const plain = open(
+    transport,
+    packet.subarray(0, headerLength),
+    packet.subarray(headerLength, packet.length - 4),
+    packet.subarray(packet.length - 4),
+  );
+  if (!plain) return undefined;
   const extensionWords = hasExtension ? packet.readUInt16BE(headerLength - 2) : 0;
   const opus = plain.subarray(extensionWords * 4);
   return {
     guildId: allocation.guildId,
+    mode: transport.mode,
     payload: opus,
     frame: { receivedAt, ssrc, seq: packet.readUInt16BE(2), timestamp: packet.readUInt32BE(4) },
   };
+}
+
+/** The plaintext of `sealed` (ciphertext || tag), or undefined when it does not authenticate. */
+function open(transport: TransportKey, header: Buffer, sealed: Buffer, counter: Buffer): Buffer | undefined {
+  const ciphertextLength = sealed.length - TAG_BYTES;
+  try {
+    switch (transport.mode) {
+      case AES_MODE: {
+        const iv = Buffer.concat([counter, Buffer.alloc(8)]);
+        const decipher = createDecipheriv('aes-256-gcm', transport.key, iv);
+        decipher.setAAD(header);
+        decipher.setAuthTag(sealed.subarray(ciphertextLength));
+        return Buffer.concat([decipher.update(sealed.subarray(0, ciphertextLength)), decipher.final()]);
+      }
+      case XCHACHA_MODE: {
+        const plain = Buffer.allocUnsafe(ciphertextLength);
+        const nonce = Buffer.concat([counter, Buffer.alloc(20)]);
+        crypto_aead_xchacha20poly1305_ietf_decrypt(plain, null, sealed, header, nonce, transport.key);
+        return plain;
+      }
+    }
+  } catch {
+    return undefined;
+  }
 }

@@ -118,6 +118,12 @@ export interface DiscordEmulatorOptions {
    * (`dave_protocol_version: 0`): transport encryption only.
    */
   dave?: boolean;
+  /**
+   * Offer `aead_xchacha20_poly1305_rtpsize` after `aead_aes256_gcm_rtpsize` in the voice READY, as Discord does:
+   * default true. False offers AES-256-GCM only (a client that selects XChaCha is closed with 4016), so a test can
+   * drive a client that prefers XChaCha through its AES path.
+   */
+  xchacha?: boolean;
   /** The shard count `GET /gateway/bot` recommends; default one per 1000 guilds (at least 1), as Discord. */
   shards?: number;
   /** `session_start_limit.max_concurrency` of `GET /gateway/bot`: default 1 (large bots get 16 or more). */

@@ -1,10 +1,17 @@
-import { createSecretKey, type KeyObject, randomBytes, randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import https from 'node:https';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { type DaveMedia, isE2ee } from './dave-media.ts';
 import type { DaveEvent } from './dave-protocol.ts';
 import { randomToken } from './model.ts';
-import { decryptRtp } from './rtp.ts';
+import {
+  AES_MODE,
+  decryptRtp,
+  type EncryptionMode,
+  type TransportKey,
+  transportKey,
+  XCHACHA_MODE,
+} from './rtp.ts';
 import { startUdpReceiver } from './udp-receiver.ts';
 
 /** One RTP packet as the emulator received it, and what the members in the channel made of it. */
@@ -17,6 +24,8 @@ export interface CapturedFrame {
   readonly e2ee: boolean;
   /** DAVE was negotiated for the session when the frame arrived. */
   readonly dave: boolean;
+  /** The transport encryption mode the session selected (voice op 1), in which the frame was decrypted. */
+  readonly mode: EncryptionMode;
   /** Per member in the channel: whether they decrypted the frame, with davey's error kind when not. */
   readonly listeners: ReadonlyMap<
     string,
@@ -44,6 +53,8 @@ export interface VoiceServerOptions {
   readonly key: string;
   /** The voice HELLO's heartbeat interval; Discord uses 13750 ms. */
   readonly heartbeatIntervalMs: number;
+  /** Offer XChaCha20-Poly1305 after AES-256-GCM, as Discord does; false offers AES-256-GCM only. */
+  readonly xchacha: boolean;
   readonly events: VoiceServerEvents;
   /** The DAVE layer; DAVE is offered to clients announcing version 1 while `daveOffered()` is true. */
   readonly dave: DaveMedia;
@@ -89,8 +100,8 @@ interface Allocation {
   maxDave: number;
   ssrc: number;
   secretKey: Buffer | undefined;
-  /** `secretKey` as a key object, made once: the receiver decrypts 50 packets a second per stream with it. */
-  key: KeyObject | undefined;
+  /** The selected mode and `secretKey` in its form, made once: the receiver decrypts every packet with it. */
+  transport: TransportKey | undefined;
   seq: number;
   ws: WebSocket | undefined;
   connected: boolean;
@@ -108,8 +119,6 @@ const OP = {
   hello: 8,
   resumed: 9,
 };
-const AES_MODE = 'aead_aes256_gcm_rtpsize';
-const XCHACHA_MODE = 'aead_xchacha20_poly1305_rtpsize';
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 // A receive buffer of 4 MiB (the kernel caps it at net.core.rmem_max): with hundreds of streams, the default
 // 208 KiB holds about 300 packets, and any pause of the receiving thread of a few milliseconds would drop packets
@@ -129,6 +138,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const timers = new Set<NodeJS.Timeout>();
   let dropHeartbeats = false;
   let handshakeDelayMs = 0;
+  // Discord's order, AES-256-GCM first: an unpatched @discordjs/voice takes the first listed mode it claims, and it
+  // claims XChaCha even with no library to run it, then throws at the first frame (discord-protocol.md §6).
+  const modes: readonly EncryptionMode[] = options.xchacha ? [AES_MODE, XCHACHA_MODE] : [AES_MODE];
 
   const https_ = https.createServer({ cert: options.cert, key: options.key });
   const wss = new WebSocketServer({ server: https_ });
@@ -202,7 +214,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         bySsrc.delete(allocation.ssrc);
         allocation.ssrc = randomInt(1, 2 ** 31);
         allocation.secretKey = undefined;
-        allocation.key = undefined;
+        allocation.transport = undefined;
         allocation.seq = 0;
         allocation.maxDave = Number(d.max_dave_protocol_version ?? 0);
         allocation.ws = ws;
@@ -210,7 +222,6 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         bySsrc.set(allocation.ssrc, allocation);
         handshakes.identified += 1;
         const address = { address: '127.0.0.1', port: udp.port };
-        // AES-GCM first: the client takes the first listed mode it claims (see discord-protocol.md §6).
         const ready = (): void =>
           send(allocation, ws, {
             op: OP.ready,
@@ -218,7 +229,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
               ssrc: allocation.ssrc,
               ip: address.address,
               port: address.port,
-              modes: [AES_MODE, XCHACHA_MODE],
+              modes,
             },
           });
         // The client identifies as soon as the socket opens, so the handshake is held back at READY.
@@ -232,17 +243,18 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
           return;
         }
         const data = (d.data ?? {}) as { mode?: string };
-        if (data.mode !== AES_MODE) {
+        const mode = modes.find((offered) => offered === data.mode);
+        if (!mode) {
           ws.close(4016, 'Unknown encryption mode.');
           return;
         }
         allocation.secretKey = randomBytes(32);
-        allocation.key = createSecretKey(allocation.secretKey);
+        allocation.transport = transportKey(mode, allocation.secretKey);
         const daveVersion = options.daveOffered() && allocation.maxDave >= 1 ? 1 : 0;
         send(allocation, ws, {
           op: OP.sessionDescription,
           d: {
-            mode: AES_MODE,
+            mode,
             secret_key: [...allocation.secretKey],
             audio_codec: 'opus',
             video_codec: null,
@@ -333,6 +345,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     if (!options.membersDecrypt()) {
       options.events.onFrame(frame.guildId, {
         ...frame.frame,
+        mode: frame.mode,
         opus: frame.payload,
         payload: frame.payload,
         e2ee: isE2ee(frame.payload),
@@ -349,6 +362,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         const first = [...heard.listeners.values()].find((r) => r.ok);
         options.events.onFrame(frame.guildId, {
           ...frame.frame,
+          mode: frame.mode,
           opus: first?.ok ? first.opus : frame.payload,
           payload: frame.payload,
           e2ee: heard.e2ee,
@@ -390,7 +404,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         maxDave: 0,
         ssrc: 0,
         secretKey: undefined,
-        key: undefined,
+        transport: undefined,
         seq: 0,
         // The old socket stays with the old allocation; the library replaces it on the new endpoint.
         ws: undefined,

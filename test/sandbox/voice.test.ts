@@ -14,6 +14,7 @@ const frame = (opus: Buffer): CapturedFrame => ({
   payload: opus,
   e2ee: false,
   dave: false,
+  mode: 'aead_aes256_gcm_rtpsize',
   listeners: new Map(),
   receivedAt: performance.now(),
   ssrc: 1,
