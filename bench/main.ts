@@ -2,7 +2,7 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>T<time>-<commit>-<one-process or N-shards>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { type BenchOptions, type BenchResult, FULL, HERALD_NICE, QUICK, runBench } from './bench.ts';
 
 const args = process.argv.slice(2);
-const flag = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
+const flag = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 const base = args.includes('--quick') ? QUICK : FULL;
 const resultsDir = join(import.meta.dirname, 'results');
 const options: BenchOptions = {
@@ -27,9 +27,11 @@ const options: BenchOptions = {
   ...(flag('shards') ? { shards: Number(flag('shards')) } : {}),
   ...(flag('nice') ? { heraldNice: Number(flag('nice')) } : {}),
   ...(flag('herald-log') ? { heraldLogFile: flag('herald-log') ?? '' } : {}),
-  ...(args.includes('--cpu-prof')
-    ? { heraldNodeFlags: ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`] }
-    : {}),
+  heraldNodeFlags: [
+    ...(args.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`] : []),
+    // --node-flags="--trace-gc --max-semi-space-size=32": V8 and Node flags for Herald's process, as given.
+    ...(flag('node-flags')?.split(' ').filter(Boolean) ?? []),
+  ],
   progress: (line) => console.error(`bench: ${line}`),
 };
 
