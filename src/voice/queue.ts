@@ -1,4 +1,4 @@
-import { PassThrough } from 'node:stream';
+import { ReadAhead } from '../audio/read-ahead.ts';
 import type { Logger } from '../log.ts';
 import { countCharacters, type GenerateResult, type Speaker, TtsAbortedError } from '../tts/index.ts';
 import type { SynthesisPacing } from './pacing.ts';
@@ -55,7 +55,7 @@ export type EnqueueOutcome =
 /** Paid audio, read ahead into memory so it is ready the moment it is due. */
 export interface Prepared {
   readonly result: GenerateResult;
-  readonly body: PassThrough;
+  readonly body: ReadAhead;
 }
 
 /** An utterance in the queue; the player carries it as its resource's metadata. */
@@ -384,7 +384,7 @@ export class SpeechQueue {
       .synthesize(utterance.request, utterance.abort.signal, this.#options.guildId)
       .then((result) => {
         this.#options.pacing.record(this.#now() - startedAt);
-        const body = new PassThrough({ highWaterMark: READ_AHEAD_BYTES });
+        const body = new ReadAhead(result.audio, { limitBytes: READ_AHEAD_BYTES });
         // Dropping an utterance destroys its body mid-download: that error is expected, and handled here.
         body.on('error', (error) => {
           utterance.streamError ??= error;
@@ -393,7 +393,6 @@ export class SpeechQueue {
           utterance.streamError = error;
           body.destroy(error);
         });
-        result.audio.pipe(body);
         const prepared = { result, body };
         utterance.prepared = prepared;
         if (utterance.dropped) {

@@ -1,0 +1,135 @@
+import { Readable } from 'node:stream';
+
+/** Options of {@link ReadAhead}. */
+export interface ReadAheadOptions {
+  /** The source is paused while this many bytes wait unread, and resumed below half of it. */
+  readonly limitBytes: number;
+  /** Bytes are kept in blocks of this size (a chunk larger than a block gets a block of its own size). */
+  readonly blockBytes?: number;
+}
+
+const BLOCK_BYTES = 16 * 1024;
+
+/**
+ * A read-ahead buffer for a byte stream: it reads `source` as fast as the source sends (up to `limitBytes` held),
+ * and hands its reader everything held since the last read in one piece.
+ *
+ * A PassThrough would do the same with one buffered object per chunk received. A TTS service streaming Ogg sends
+ * one small page per chunk, faster than real time, so an utterance read ahead was hundreds of small objects that
+ * lived as long as the utterance played (each one copied by every young-generation GC until promoted) and that the
+ * Ogg reader then took one at a time. Here a chunk is copied into an append-only block and dies young; a piece
+ * handed to the reader is a view of bytes already written, which nothing writes again.
+ */
+export class ReadAhead extends Readable {
+  readonly #source: Readable;
+  readonly #limitBytes: number;
+  readonly #blockBytes: number;
+  /** Append-only blocks; reading starts at #readAt in the first, writing continues at #writeAt in the last. */
+  readonly #blocks: Buffer[] = [];
+  #readAt = 0;
+  #writeAt = 0;
+  #held = 0;
+  #sourceEnded = false;
+  /** The reader asked while nothing was held: the next bytes go to it at once. */
+  #wanted = false;
+
+  constructor(source: Readable, options: ReadAheadOptions) {
+    // A small high-water mark: bytes wait in the blocks, not in the Readable's own list, so they coalesce.
+    super({ highWaterMark: 1 });
+    this.#source = source;
+    this.#limitBytes = options.limitBytes;
+    this.#blockBytes = options.blockBytes ?? BLOCK_BYTES;
+    source.on('data', this.#onData);
+    source.once('end', this.#onEnd);
+    source.once('error', this.#onError);
+  }
+
+  /** Bytes received and not yet handed to the reader. */
+  get held(): number {
+    return this.#held;
+  }
+
+  override _read(): void {
+    if (this.#held === 0) {
+      if (this.#sourceEnded) this.push(null);
+      else this.#wanted = true;
+      return;
+    }
+    this.#wanted = false;
+    this.push(this.#take());
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#source.off('data', this.#onData);
+    this.#source.off('end', this.#onEnd);
+    this.#source.off('error', this.#onError);
+    // As a PassThrough that was piped to: the source is left paused, for its owner to end (an abort, a skip).
+    this.#source.pause();
+    this.#blocks.length = 0;
+    this.#held = 0;
+    callback(error);
+  }
+
+  readonly #onData = (chunk: Buffer): void => {
+    this.#append(chunk);
+    if (this.#held >= this.#limitBytes) this.#source.pause();
+    if (this.#wanted) {
+      this.#wanted = false;
+      this.push(this.#take());
+    }
+  };
+
+  readonly #onEnd = (): void => {
+    this.#sourceEnded = true;
+    if (this.#wanted && this.#held === 0) {
+      this.#wanted = false;
+      this.push(null);
+    }
+  };
+
+  readonly #onError = (error: Error): void => {
+    this.destroy(error);
+  };
+
+  #append(chunk: Buffer): void {
+    let from = 0;
+    while (from < chunk.length) {
+      let block = this.#blocks.at(-1);
+      if (!block || this.#writeAt === block.length) {
+        // A block is never reused: the reader may still hold views of it.
+        if (this.#held === 0) this.#blocks.length = 0;
+        block = Buffer.allocUnsafe(Math.max(this.#blockBytes, chunk.length - from));
+        this.#blocks.push(block);
+        this.#writeAt = 0;
+        if (this.#blocks.length === 1) this.#readAt = 0;
+      }
+      const copied = chunk.copy(block, this.#writeAt, from);
+      this.#writeAt += copied;
+      this.#held += copied;
+      from += copied;
+    }
+  }
+
+  /** The held bytes of the first block (all of them when it is also the last), as one view. */
+  #take(): Buffer {
+    // A first block read to its end (the reader emptied it just as it filled) holds nothing more.
+    if (this.#blocks.length > 1 && this.#readAt === (this.#blocks[0] as Buffer).length) {
+      this.#blocks.shift();
+      this.#readAt = 0;
+    }
+    const first = this.#blocks[0] as Buffer;
+    const last = this.#blocks.length === 1;
+    const end = last ? this.#writeAt : first.length;
+    const piece = first.subarray(this.#readAt, end);
+    this.#held -= piece.length;
+    if (last) {
+      this.#readAt = end;
+    } else {
+      this.#blocks.shift();
+      this.#readAt = 0;
+    }
+    if (this.#source.isPaused() && this.#held < this.#limitBytes / 2 && !this.#sourceEnded)
+      this.#source.resume();
+    return piece;
+  }
+}

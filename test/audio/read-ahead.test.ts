@@ -1,0 +1,153 @@
+/** The read-ahead buffer between a paid TTS download and the player (src/audio/read-ahead.ts). */
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { PassThrough, Writable } from 'node:stream';
+import { setImmediate as tick } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { ReadAhead } from '../../src/audio/read-ahead.ts';
+import { randomChunks } from './helpers.ts';
+
+/** Reads whatever `stream` has ready right now, piece by piece, without waiting for more. */
+function readReady(stream: ReadAhead): Buffer[] {
+  const pieces: Buffer[] = [];
+  for (let piece = stream.read() as Buffer | null; piece; piece = stream.read() as Buffer | null) pieces.push(piece);
+  return pieces;
+}
+
+describe('ReadAhead', () => {
+  it('hands a reader that fell behind everything received since, in one piece per block', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 4096 });
+    const pages = Array.from({ length: 100 }, (_, i) => Buffer.alloc(30, i));
+    for (const page of pages) source.write(page);
+    await tick();
+    expect(ahead.held).toBe(3000);
+
+    const pieces = readReady(ahead);
+    expect(pieces).toHaveLength(1);
+    expect(Buffer.concat(pieces).equals(Buffer.concat(pages))).toBe(true);
+    expect(ahead.held).toBe(0);
+  });
+
+  it('coalesces for a piped reader that is busy, as the Ogg reader is while the player holds it back', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20 });
+    const writes: number[] = [];
+    let release: () => void = () => {};
+    const busy = new Writable({
+      highWaterMark: 1,
+      write(chunk: Buffer, _encoding, callback) {
+        writes.push(chunk.length);
+        // The first write is held until released: everything after it arrives while the reader is busy.
+        if (writes.length === 1) release = callback;
+        else callback();
+      },
+    });
+    ahead.pipe(busy);
+    source.write(Buffer.alloc(30));
+    await tick();
+    for (let i = 0; i < 99; i++) source.write(Buffer.alloc(30));
+    await tick();
+    release();
+    source.end();
+    await once(busy, 'finish');
+    expect(writes.reduce((a, b) => a + b, 0)).toBe(3000);
+    expect(writes.length).toBeLessThanOrEqual(3);
+  });
+
+  it('gives a waiting reader each chunk as it comes', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20 });
+    const got: Buffer[] = [];
+    ahead.on('data', (piece: Buffer) => got.push(piece));
+    source.write(Buffer.from('one'));
+    await tick();
+    expect(Buffer.concat(got).toString()).toBe('one');
+    source.write(Buffer.from('two'));
+    await tick();
+    expect(Buffer.concat(got).toString()).toBe('onetwo');
+    source.end();
+    await once(ahead, 'end');
+  });
+
+  it('keeps every byte in order across blocks, whatever the chunking and the reading pace', async () => {
+    const data = randomBytes(50_000);
+    for (const seed of [1, 2, 3]) {
+      const source = new PassThrough();
+      const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 1000 });
+      const out: Buffer[] = [];
+      for (const [i, chunk] of randomChunks(data, seed, 2500).entries()) {
+        source.write(chunk);
+        // Read now and then, so pieces end mid-block and blocks fill after a reader emptied them.
+        if (i % (seed + 2) === 0) {
+          await tick();
+          out.push(...readReady(ahead));
+        }
+      }
+      source.end();
+      ahead.on('data', (piece: Buffer) => out.push(piece));
+      await once(ahead, 'end');
+      expect(Buffer.concat(out).equals(data)).toBe(true);
+    }
+  });
+
+  it('never writes over a piece it has handed out', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 64 });
+    const kept: { piece: Buffer; copy: Buffer }[] = [];
+    for (let i = 0; i < 20; i++) {
+      source.write(Buffer.alloc(24, i));
+      await tick();
+      for (const piece of readReady(ahead)) kept.push({ piece, copy: Buffer.from(piece) });
+    }
+    expect(kept.length).toBeGreaterThan(0);
+    for (const { piece, copy } of kept) expect(piece.equals(copy)).toBe(true);
+  });
+
+  it('pauses the source past its limit and resumes it once the reader has taken most of it', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1000, blockBytes: 256 });
+    for (let i = 0; i < 10; i++) source.write(Buffer.alloc(200, i));
+    await tick();
+    expect(source.isPaused()).toBe(true);
+    expect(ahead.held).toBeLessThan(1200);
+
+    const first = readReady(ahead);
+    await tick();
+    expect(source.isPaused()).toBe(false);
+    source.end();
+    const rest: Buffer[] = [];
+    ahead.on('data', (piece: Buffer) => rest.push(piece));
+    await once(ahead, 'end');
+    expect(Buffer.concat([...first, ...rest]).length).toBe(2000);
+  });
+
+  it("ends with its source and fails with its source's error", async () => {
+    const ended = new PassThrough();
+    const fine = new ReadAhead(ended, { limitBytes: 1000 });
+    ended.end(Buffer.from('all'));
+    const got: Buffer[] = [];
+    fine.on('data', (piece: Buffer) => got.push(piece));
+    await once(fine, 'end');
+    expect(Buffer.concat(got).toString()).toBe('all');
+
+    const failing = new PassThrough();
+    const broken = new ReadAhead(failing, { limitBytes: 1000 });
+    const error = new Error('the service reset the connection');
+    failing.destroy(error);
+    const [seen] = await once(broken, 'error');
+    expect(seen).toBe(error);
+  });
+
+  it('lets go of its source when destroyed, leaving it paused for its owner to end', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1000 });
+    source.write(Buffer.from('heard'));
+    await tick();
+    ahead.destroy();
+    await once(ahead, 'close');
+    expect(source.listenerCount('data')).toBe(0);
+    expect(source.isPaused()).toBe(true);
+    expect(source.destroyed).toBe(false);
+  });
+});
