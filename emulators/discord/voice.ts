@@ -140,6 +140,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   let handshakeDelayMs = 0;
   // Discord's order, AES-256-GCM first: an unpatched @discordjs/voice takes the first listed mode it claims, and it
   // claims XChaCha even with no library to run it, then throws at the first frame (discord-protocol.md §6).
+  // Herald's patch 004 makes it take XChaCha instead, only once sodium-native has loaded.
   const modes: readonly EncryptionMode[] = options.xchacha ? [AES_MODE, XCHACHA_MODE] : [AES_MODE];
 
   const https_ = https.createServer({ cert: options.cert, key: options.key });
