@@ -44,6 +44,8 @@ export async function runBaseline(
   tts: TtsEmulator,
   options: { readonly steps: readonly number[]; readonly audioSeconds: number },
 ): Promise<BaselineResult> {
+  const wanted = options.steps.filter((streams) => streams > 0);
+  if (wanted.length === 0) return { ran: false, reason: 'not asked for (--baseline=0)' };
   try {
     execFileSync('ffmpeg', ['-version'], { stdio: 'ignore' });
   } catch {
@@ -55,7 +57,7 @@ export async function runBaseline(
   const speaker = tts.speakers[0];
   if (!speaker) return { ran: false, reason: 'the TTS emulator lists no speakers' };
   const steps: BaselineStep[] = [];
-  for (const streams of options.steps) {
+  for (const streams of wanted) {
     const step = await runStep(tts, speaker.id, streams, options.audioSeconds);
     steps.push(step);
     if (step.lateShare > 0.01) break;
