@@ -15,6 +15,12 @@ const placeholders = (sql: string): string => sql.replace(/\$(\d+)/g, '?$1');
 /** Prepared statements kept per connection; past this many (SQL built with a varying list), the cache starts over. */
 const STATEMENT_CACHE_SIZE = 256;
 
+/** How long calls may run back to back before the event loop gets a turn (timers, the voice packets' cycle). */
+const SLICE_MS = 5;
+
+/** Resolves in the event loop's next check phase, after the timers and I/O that are due. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /** SQLITE_BUSY: another connection holds the write lock. */
 const SQLITE_BUSY = 5;
 /** How long a statement keeps retrying a busy database before it fails (what busy_timeout would wait). */
@@ -88,10 +94,27 @@ export function openSqliteDatabase(path: string): Database {
     },
   };
 
-  // The tail of the queue: every call starts after the transaction before it settled.
+  // The tail of the queue: every call starts after the transaction before it settled. node:sqlite runs on this
+  // thread, and a settled promise's continuation runs before any timer: a burst of calls (200 members asking at
+  // once, 200 reservations) would run as one unbroken task and hold every playing stream's next packet until the
+  // last one committed. So a call that would extend a task already past SLICE_MS waits for the loop's next turn.
   let tail: Promise<unknown> = ready;
+  let sliceStartedAt = 0;
+  let sliceOpen = false;
+  const pace = (): Promise<void> | undefined => {
+    if (!sliceOpen) {
+      sliceOpen = true;
+      sliceStartedAt = performance.now();
+      // Runs once the loop has had its turn: the next call starts a new slice.
+      setImmediate(() => {
+        sliceOpen = false;
+      });
+      return undefined;
+    }
+    return performance.now() - sliceStartedAt > SLICE_MS ? nextTurn() : undefined;
+  };
   const queued = <T>(work: () => Promise<T>): Promise<T> => {
-    const result = tail.then(work, work);
+    const result = tail.then(pace).then(work);
     tail = result.catch(() => {});
     return result;
   };
