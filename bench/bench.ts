@@ -52,6 +52,12 @@ export interface BenchOptions {
    * more than the machine has).
    */
   readonly heraldNice?: number;
+  /**
+   * The nice value of the emulated voice server's receiving thread (default {@link RECEIVER_NICE}). It only
+   * timestamps packets, but on two cores shared by Herald and the rest of the emulated world it waited for a core
+   * like any other thread, and the wait read as Herald's lateness; on Discord it is another machine.
+   */
+  readonly receiverNice?: number;
   /** Where to write Herald's log (warnings and errors) when the run ends. */
   readonly heraldLogFile?: string;
   /** Concurrent streams for the peer baseline's ladder (default: 10, or fewer with fewer servers). */
@@ -122,6 +128,11 @@ export interface ConcurrencyStep {
   readonly worldCpuMsPerStreamSecond: number;
   /** p99 event-loop delay of the bench process (the emulated Discord): high values mean the receiver lagged. */
   readonly receiverLoopP99Ms: number;
+  /**
+   * Late packets by the second of the step they arrived in (0: the first second after the members asked), and
+   * Herald's CPU in each second (ms): whether lateness comes with the downloads and joins at the start or later.
+   */
+  readonly bySecond: { readonly late: readonly number[]; readonly heraldCpuMs: readonly number[] };
 }
 
 /** The whole run, as written to bench/results. */
@@ -134,6 +145,8 @@ export interface BenchResult {
     readonly commit: string;
     readonly loadAverageAtStart: readonly number[];
     readonly loadAverageAtEnd: readonly number[];
+    /** The voice packets' receiving thread's nice value as set, or why it could not be set. */
+    readonly receiverNice: number | string | undefined;
   };
   readonly options: BenchOptions;
   readonly startedAt: string;
@@ -194,6 +207,8 @@ export interface BenchResult {
 const ROOT = join(import.meta.dirname, '..');
 /** Herald's default nice value in the benchmark (see BenchOptions.heraldNice). */
 export const HERALD_NICE = 0;
+/** See {@link BenchOptions.receiverNice}: ahead of every other thread here (setting it below 0 needs root). */
+export const RECEIVER_NICE = -10;
 /** 40 ms of audio per character in the TTS emulator (its default). */
 const MS_PER_CHAR = 40;
 const LATE_MS = 40;
@@ -213,7 +228,10 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const maxWarm = Math.max(...options.servers, 1);
   const [discord, tts] = await Promise.all([
     // Sharded, every shard may identify at once (a large bot's max_concurrency), rather than one per 5.5 s.
-    startDiscordEmulator(options.shards ? { maxConcurrency: 16 } : {}),
+    startDiscordEmulator({
+      ...(options.shards ? { maxConcurrency: 16 } : {}),
+      receiverNice: options.receiverNice ?? RECEIVER_NICE,
+    }),
     startTtsEmulator({ speed: 4, maxAudioMs: 60_000, balanceUsd: 1_000_000 }),
   ]);
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
@@ -293,6 +311,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         commit: commitOf(),
         loadAverageAtStart,
         loadAverageAtEnd: loadavg().map((value) => round(value, 2)),
+        receiverNice: discord.receiverNice,
       },
       options: { ...options, progress: undefined } as unknown as BenchOptions,
       startedAt,
@@ -450,9 +469,12 @@ async function speakAll(
   const worldBefore = process.cpuUsage();
   let rssMb = 0;
   let unanswered = 0;
+  const stepStart = performance.now();
+  const cpuAt: number[] = [cpuBefore];
   const sampler = setInterval(() => {
     rssMb = Math.max(rssMb, herald.rssMb());
   }, 500);
+  const cpuSampler = setInterval(() => cpuAt.push(herald.cpuMs()), 1000);
   try {
     const answers = await Promise.all(
       servers.map((server) =>
@@ -466,6 +488,7 @@ async function speakAll(
     await untilQuiet(discord, servers, audioSeconds * 1000 + 60_000);
   } finally {
     clearInterval(sampler);
+    clearInterval(cpuSampler);
     loop.disable();
     discord.setMembersDecrypt(true);
   }
@@ -479,6 +502,7 @@ async function speakAll(
   let silentServers = 0;
   let serversLate = 0;
   const offsets: number[] = [];
+  const lateBySecond: number[] = [];
   let streamedMs = 0;
   for (const server of servers) {
     // Every packet, silence frames included (speech has pauses, encoded as Opus silence); each has its slot, 20 ms per
@@ -499,7 +523,11 @@ async function speakAll(
       lastSlot = Math.max(lastSlot, slot);
       const offset = frame.receivedAt - (start + slot * 20);
       offsets.push(offset);
-      if (offset > LATE_MS) lateHere++;
+      if (offset > LATE_MS) {
+        lateHere++;
+        const second = Math.max(0, Math.floor((frame.receivedAt - stepStart) / 1000));
+        lateBySecond[second] = (lateBySecond[second] ?? 0) + 1;
+      }
     }
     late += lateHere;
     if (lateHere > 0.01 * frames.length) serversLate++;
@@ -521,6 +549,10 @@ async function speakAll(
     lostPackets: lost,
     receiveBufferDrops,
     receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
+    bySecond: {
+      late: Array.from(lateBySecond, (count) => count ?? 0),
+      heraldCpuMs: cpuAt.slice(1).map((ms, i) => Math.round(ms - (cpuAt[i] ?? 0))),
+    },
   };
 }
 

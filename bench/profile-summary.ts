@@ -1,6 +1,6 @@
 /**
  * Where Herald's CPU went: sums the self time of a V8 CPU profile (`npm run bench -- --cpu-prof` writes them to
- * bench/results/profiles) by function and by area. Run: `node bench/profile-summary.ts <file.cpuprofile> [--busiest=SECONDS]` (only the busiest window, e.g. a P4 step).
+ * bench/results/profiles) by function and by area. Run: `node bench/profile-summary.ts <file.cpuprofile> [--busiest=SECONDS | --window=FROM,TO]` (only the busiest window, e.g. a P4 step).
  */
 import { readFileSync } from 'node:fs';
 
@@ -33,6 +33,9 @@ profile.timeDeltas.reduce((sum, delta, i) => {
 // --busiest=S: only the S seconds with the most busy CPU (a P4 step, rather than the joins before it).
 const busiest = Number(args.find((arg) => arg.startsWith('--busiest='))?.split('=')[1] ?? 0) * 1e6;
 let [from, to] = [0, Number.POSITIVE_INFINITY];
+// --window=FROM,TO: only that span of the profile, in seconds since it started (e.g. a P4 step after its start).
+const window = args.find((arg) => arg.startsWith('--window='))?.slice('--window='.length);
+if (window) [from, to] = window.split(',').map((seconds) => Number(seconds) * 1e6) as [number, number];
 if (busiest > 0) {
   let best = -1;
   let busy = 0;

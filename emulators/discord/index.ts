@@ -105,6 +105,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     key: certificate.key,
     heartbeatIntervalMs: o.voiceHeartbeatMs ?? 13_750,
     xchacha: o.xchacha ?? true,
+    ...(o.receiverNice === undefined ? {} : { receiverNice: o.receiverNice }),
     events: {
       // Without Speak in its channel the bot is muted by Discord: nobody hears its frames.
       onFrame: (guildId, frame) => {
@@ -189,6 +190,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     identifies: gateway.identifies,
     gatewayHeartbeats: gateway.heartbeats,
     voiceHandshakes: voice.handshakes,
+    receiverNice: voice.receiverNice,
     voiceRequests,
     get rejectedVoicePackets() {
       return voice.rejected.count;

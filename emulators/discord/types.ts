@@ -124,6 +124,12 @@ export interface DiscordEmulatorOptions {
    * drive a client that prefers XChaCha through its AES path.
    */
   xchacha?: boolean;
+  /**
+   * The nice value of the thread that receives and timestamps voice packets (Linux; below 0 needs root). On
+   * Discord the media server is its own machine; on a shared, busy machine a receiving thread that waits for a core
+   * stamps the wait as the sender's lateness. Default: the process's own. See {@link DiscordEmulator.receiverNice}.
+   */
+  receiverNice?: number;
   /** The shard count `GET /gateway/bot` recommends; default one per 1000 guilds (at least 1), as Discord. */
   shards?: number;
   /** `session_start_limit.max_concurrency` of `GET /gateway/bot`: default 1 (large bots get 16 or more). */
@@ -274,6 +280,8 @@ export interface DiscordEmulator {
   readonly lostVoicePackets: number;
   /** Voice handshakes accepted so far: IDENTIFY (a fresh voice session) and RESUME. */
   readonly voiceHandshakes: { readonly identified: number; readonly resumed: number };
+  /** The voice packets' receiving thread's nice value as set ({@link DiscordEmulatorOptions.receiverNice}), or why not. */
+  readonly receiverNice: number | string | undefined;
   readonly faults: Faults;
   /** The DAVE group of the guild's voice session: epoch, members, commits accepted; undefined without DAVE. */
   daveGroup(

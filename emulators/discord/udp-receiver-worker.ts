@@ -6,12 +6,19 @@
  * See udp-receiver.ts for the main thread's side.
  */
 import dgram from 'node:dgram';
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 
 /** Worker → main thread. */
 export type FromReceiver =
-  | { readonly t: 'bound'; readonly port: number }
+  | {
+      readonly t: 'bound';
+      readonly port: number;
+      /** The nice value this thread runs at, if one was asked for; why not, if it could not be set. */
+      readonly nice: number | string | undefined;
+    }
   | {
       readonly t: 'packets';
       /** Datagrams, back to back; `lengths[i]` bytes each. */
@@ -23,7 +30,22 @@ export type FromReceiver =
 
 const port = parentPort;
 if (!port) throw new Error('udp-receiver-worker.ts runs as a worker thread');
-const { receiveBufferBytes } = workerData as { receiveBufferBytes: number };
+const { receiveBufferBytes, nice } = workerData as { receiveBufferBytes: number; nice: number | undefined };
+
+/**
+ * Sets this thread's nice value: on Linux a thread's id names it for setpriority, and /proc/thread-self links to
+ * .../task/<id>. Returns the value now in force, or why it could not be set.
+ */
+function setThreadNice(value: number): number | string {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    setPriority(tid, value);
+    return getPriority(tid);
+  } catch (error) {
+    return `not set (${error instanceof Error ? error.message : String(error)})`;
+  }
+}
+const niceSet = nice === undefined ? undefined : setThreadNice(nice);
 
 /** How long the first packet of a batch waits for others before the batch goes to the main thread. */
 const BATCH_MS = 2;
@@ -76,5 +98,5 @@ port.on('message', (message: { t: 'close' }) => {
 });
 
 socket.bind(0, '127.0.0.1', () => {
-  port.postMessage({ t: 'bound', port: socket.address().port } satisfies FromReceiver);
+  port.postMessage({ t: 'bound', port: socket.address().port, nice: niceSet } satisfies FromReceiver);
 });

@@ -55,6 +55,8 @@ export interface VoiceServerOptions {
   readonly heartbeatIntervalMs: number;
   /** Offer XChaCha20-Poly1305 after AES-256-GCM, as Discord does; false offers AES-256-GCM only. */
   readonly xchacha: boolean;
+  /** The receiving thread's nice value; undefined leaves it as the process's. */
+  readonly receiverNice?: number;
   readonly events: VoiceServerEvents;
   /** The DAVE layer; DAVE is offered to clients announcing version 1 while `daveOffered()` is true. */
   readonly dave: DaveMedia;
@@ -87,6 +89,8 @@ export interface VoiceServer {
   readonly rejected: { count: number };
   /** Voice IDENTIFYs (fresh sessions) and RESUMEs accepted so far. */
   readonly handshakes: { identified: number; resumed: number };
+  /** The receiving thread's nice value as set, or why it could not be; undefined when none was asked for. */
+  readonly receiverNice: number | string | undefined;
   close(): Promise<void>;
 }
 
@@ -384,13 +388,14 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         });
       });
   };
-  const udp = await startUdpReceiver(RECEIVE_BUFFER_BYTES, onPacket);
+  const udp = await startUdpReceiver(RECEIVE_BUFFER_BYTES, onPacket, options.receiverNice);
   await new Promise<void>((resolve) => https_.listen(0, '127.0.0.1', resolve));
   const address = https_.address();
   const port = typeof address === 'object' && address ? address.port : 0;
 
   return {
     endpoint: `127.0.0.1:${port}`,
+    receiverNice: udp.nice,
     allocate: (guildId, userId, sessionId, channelId) => {
       const previous = allocations.get(guildId);
       if (previous) bySsrc.delete(previous.ssrc);
