@@ -43,8 +43,9 @@ export const DEFAULT_SPEAKERS_TTL_MS = 5 * 60_000;
 // A speaker list is small; anything larger is not a speaker list and is not held in memory.
 const MAX_SPEAKERS_BODY_BYTES = 1024 * 1024;
 
-// Enough audio to ride out scheduling hiccups while a player reads at real-time pace.
-const AUDIO_BUFFER_BYTES = 64 * 1024;
+// Half a second of speech or more: the reader (the queue's read-ahead) holds the rest of its lead, and what the
+// service sent beyond that waits in the socket until it is wanted.
+const AUDIO_BUFFER_BYTES = 4 * 1024;
 
 type Operation = 'listing speakers' | 'generating speech';
 

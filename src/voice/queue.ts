@@ -110,8 +110,13 @@ export interface SpeechQueueOptions {
   readonly now?: () => number;
 }
 
-/** Opus speech runs at roughly 3 KiB/s: 8 MiB holds far more than any utterance, so read-ahead never stalls. */
-const READ_AHEAD_BYTES = 8 * 1024 * 1024;
+/**
+ * About a second of Opus speech (4-8 KiB/s). The rest of a download waits in the socket (the kernel's buffer, then
+ * the service's), not in this process: reading a service that streams four times faster than real time as fast as
+ * it sent made every utterance's download and demuxing happen in its first seconds, and 200 members asking at once
+ * then held the event loop while their first packets went out (P4 in `npm run bench`).
+ */
+const READ_AHEAD_BYTES = 8 * 1024;
 
 /**
  * One server's FIFO of utterances. Plays strictly in request order and pays as late as gapless playback allows:
