@@ -17,7 +17,9 @@ const stampPath = join(root, 'node_modules', '.herald-setup');
 // The patches count too: a checkout that pulls a new one must apply it, not run the dependency without it.
 const hash = createHash('sha256').update(readFileSync(join(root, 'package-lock.json')));
 const patches = join(root, 'patches');
-for (const name of readdirSync(patches).filter((file) => file.endsWith('.patch')).sort()) {
+for (const name of readdirSync(patches)
+  .filter((file) => file.endsWith('.patch'))
+  .sort()) {
   hash.update(name).update(readFileSync(join(patches, name)));
 }
 const stamp = `${hash.digest('hex')} node ${process.version} ${process.arch}\n`;
@@ -25,7 +27,9 @@ const stamp = `${hash.digest('hex')} node ${process.version} ${process.arch}\n`;
 if (process.argv.includes('--write')) {
   writeFileSync(stampPath, stamp);
 } else if (!existsSync(stampPath) || readFileSync(stampPath, 'utf8') !== stamp) {
-  console.error('Herald: installing what is missing (first run, or the lock file, the patches or Node changed)…');
+  console.error(
+    'Herald: installing what is missing (first run, or the lock file, the patches or Node changed)…',
+  );
   const setup = spawnSync('bash', [join(root, 'scripts', 'setup.sh')], { cwd: root, stdio: 'inherit' });
   if (setup.status !== 0) {
     console.error('Herald: the install failed; see above, then run `npm run setup` again.');

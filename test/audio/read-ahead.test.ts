@@ -10,7 +10,8 @@ import { randomChunks } from './helpers.ts';
 /** Reads whatever `stream` has ready right now, piece by piece, without waiting for more. */
 function readReady(stream: ReadAhead): Buffer[] {
   const pieces: Buffer[] = [];
-  for (let piece = stream.read() as Buffer | null; piece; piece = stream.read() as Buffer | null) pieces.push(piece);
+  for (let piece = stream.read() as Buffer | null; piece; piece = stream.read() as Buffer | null)
+    pieces.push(piece);
   return pieces;
 }
 
