@@ -133,6 +133,12 @@ export interface ConcurrencyStep {
    * Herald's CPU in each second (ms): whether lateness comes with the downloads and joins at the start or later.
    */
   readonly bySecond: { readonly late: readonly number[]; readonly heraldCpuMs: readonly number[] };
+  /**
+   * Herald's CPU per stream-second in the second half of the audio (seconds ⌈S/2⌉ to S-1 of the step), once every
+   * download and every start is behind it: what playing costs, as against `cpuMsPerStreamSecond`, which spreads
+   * the whole utterance (its interaction, reservation, download and demuxing) over its audio. Null with under 2 s.
+   */
+  readonly steadyCpuMsPerStreamSecond: number | null;
 }
 
 /** The whole run, as written to bench/results. */
@@ -534,6 +540,8 @@ async function speakAll(
     lost += Math.max(0, lastSlot + 1 - frames.length);
     streamedMs += frames.length * 20;
   }
+  const cpuPerSecond = cpuAt.slice(1).map((ms, i) => Math.round(ms - (cpuAt[i] ?? 0)));
+  const steady = cpuPerSecond.slice(Math.ceil(audioSeconds / 2), Math.floor(audioSeconds));
   return {
     servers: servers.length,
     packets,
@@ -549,10 +557,11 @@ async function speakAll(
     lostPackets: lost,
     receiveBufferDrops,
     receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
-    bySecond: {
-      late: Array.from(lateBySecond, (count) => count ?? 0),
-      heraldCpuMs: cpuAt.slice(1).map((ms, i) => Math.round(ms - (cpuAt[i] ?? 0))),
-    },
+    bySecond: { late: Array.from(lateBySecond, (count) => count ?? 0), heraldCpuMs: cpuPerSecond },
+    steadyCpuMsPerStreamSecond:
+      steady.length === 0
+        ? null
+        : round(steady.reduce((sum, ms) => sum + ms, 0) / steady.length / servers.length, 3),
   };
 }
 

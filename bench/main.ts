@@ -69,7 +69,7 @@ function formatTable(r: BenchResult): string {
     ],
     ...r.p4Concurrency.map((s): [string, string] => [
       `P4 ${s.servers} servers at once`,
-      `${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}; lateness p50 ${s.lateness.p50}, p90 ${s.lateness.p90}, p99 ${s.lateness.p99}, max ${s.lateness.max} ms; ${s.serversLate} servers >1 % late), ${s.lostPackets} lost (${s.receiveBufferDrops} dropped by the receiving kernel), ${s.silentServers} servers heard nothing, ${s.unanswered} /speak unanswered in 3 s, ${s.cpuMsPerStreamSecond} ms CPU/stream-s (the emulated world ${s.worldCpuMsPerStreamSecond}), RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms; late packets by second ${s.bySecond.late.join(' ')}, Herald's CPU ms by second ${s.bySecond.heraldCpuMs.join(' ')}`,
+      `${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}; lateness p50 ${s.lateness.p50}, p90 ${s.lateness.p90}, p99 ${s.lateness.p99}, max ${s.lateness.max} ms; ${s.serversLate} servers >1 % late), ${s.lostPackets} lost (${s.receiveBufferDrops} dropped by the receiving kernel), ${s.silentServers} servers heard nothing, ${s.unanswered} /speak unanswered in 3 s, ${s.cpuMsPerStreamSecond} ms CPU/stream-s (the emulated world ${s.worldCpuMsPerStreamSecond}; Herald playing, second half of the audio: ${s.steadyCpuMsPerStreamSecond ?? 'n/a'}), RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms; late packets by second ${s.bySecond.late.join(' ')}, Herald's CPU ms by second ${s.bySecond.heraldCpuMs.join(' ')}`,
     ]),
     ['P4 most servers held (≤1 % late, all heard, all answered)', String(r.p4MaxServers)],
     [
