@@ -10,6 +10,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
+import { discoveryReply, isDiscoveryRequest } from './ip-discovery.ts';
 
 /** Worker → main thread. */
 export type FromReceiver =
@@ -74,15 +75,9 @@ const flush = (): void => {
 
 socket.on('message', (message, remote) => {
   const at = performance.timeOrigin + performance.now();
-  if (message.length === 74 && message.readUInt16BE(0) === 1) {
-    // IP discovery: echo the sender's address, ASCII NUL-padded, port in the last two bytes.
-    const reply = Buffer.alloc(74);
-    reply.writeUInt16BE(2, 0);
-    reply.writeUInt16BE(70, 2);
-    reply.writeUInt32BE(message.readUInt32BE(4), 4);
-    reply.write(remote.address, 8, 'ascii');
-    reply.writeUInt16BE(remote.port, 72);
-    socket.send(reply, remote.port, remote.address);
+  if (isDiscoveryRequest(message)) {
+    // IP discovery: echo the sender's address and port.
+    socket.send(discoveryReply(message, remote), remote.port, remote.address);
     return;
   }
   if (!pending) {

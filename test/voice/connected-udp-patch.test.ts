@@ -8,21 +8,15 @@
 import dgram from 'node:dgram';
 import { VoiceUDPSocket } from '@discordjs/voice';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { discoveryReply, isDiscoveryRequest } from '../../emulators/discord/ip-discovery.ts';
 
 /** A voice server's UDP side: answers IP discovery, records every other datagram but the 8-byte keep-alives. */
 async function startVoiceServer() {
   const socket = dgram.createSocket('udp4');
   const received: Buffer[] = [];
   socket.on('message', (message, remote) => {
-    if (message.length === 74 && message.readUInt16BE(0) === 1) {
-      // The reply: type 2, length 70, the SSRC, the sender's address NUL-padded, its port in the last two bytes.
-      const reply = Buffer.alloc(74);
-      reply.writeUInt16BE(2, 0);
-      reply.writeUInt16BE(70, 2);
-      reply.writeUInt32BE(message.readUInt32BE(4), 4);
-      reply.write(remote.address, 8, 'ascii');
-      reply.writeUInt16BE(remote.port, 72);
-      socket.send(reply, remote.port, remote.address);
+    if (isDiscoveryRequest(message)) {
+      socket.send(discoveryReply(message, remote), remote.port, remote.address);
     } else if (message.length !== 8) {
       received.push(message);
     }
