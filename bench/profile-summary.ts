@@ -1,6 +1,7 @@
 /**
  * Where Herald's CPU went: sums the self time of a V8 CPU profile (`npm run bench -- --cpu-prof` writes them to
- * bench/results/profiles) by function and by area. Run: `node bench/profile-summary.ts <file.cpuprofile> [--busiest=SECONDS | --window=FROM,TO]` (only the busiest window, e.g. a P4 step).
+ * bench/results/profiles) by function and by area. Run: `node bench/profile-summary.ts <file.cpuprofile>
+ * [--busiest=SECONDS | --window=FROM,TO]`: the busiest span of that length (e.g. a P4 step), or the span given.
  */
 import { readFileSync } from 'node:fs';
 
@@ -11,9 +12,12 @@ interface ProfileNode {
 }
 
 const args = process.argv.slice(2);
+const flag = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 const file = args.find((arg) => !arg.startsWith('--'));
 if (!file) {
-  console.error('usage: node bench/profile-summary.ts <file.cpuprofile> [--busiest=SECONDS]');
+  console.error(
+    'usage: node bench/profile-summary.ts <file.cpuprofile> [--busiest=SECONDS | --window=FROM,TO]',
+  );
   process.exit(2);
 }
 const profile = JSON.parse(readFileSync(file, 'utf8')) as {
@@ -31,10 +35,10 @@ profile.timeDeltas.reduce((sum, delta, i) => {
   return sum + delta;
 }, 0);
 // --busiest=S: only the S seconds with the most busy CPU (a P4 step, rather than the joins before it).
-const busiest = Number(args.find((arg) => arg.startsWith('--busiest='))?.split('=')[1] ?? 0) * 1e6;
+const busiest = Number(flag('busiest') ?? 0) * 1e6;
 let [from, to] = [0, Number.POSITIVE_INFINITY];
 // --window=FROM,TO: only that span of the profile, in seconds since it started (e.g. a P4 step after its start).
-const window = args.find((arg) => arg.startsWith('--window='))?.slice('--window='.length);
+const window = flag('window');
 if (window) [from, to] = window.split(',').map((seconds) => Number(seconds) * 1e6) as [number, number];
 if (busiest > 0) {
   let best = -1;
