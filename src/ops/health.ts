@@ -49,7 +49,10 @@ export function describeStop(reason: BlockReason): string {
   }
 }
 
-/** Runs every readiness check; the TTS check is bounded by `ttsTimeoutMs` and never makes a paid call. */
+/**
+ * Runs every readiness check; the TTS check is bounded by `ttsTimeoutMs` and never makes a paid call. A probe that
+ * throws fails its own check, never the whole answer.
+ */
 export async function checkReadiness(
   probes: ReadinessProbes,
   options: { readonly ttsTimeoutMs?: number } = {},
@@ -78,16 +81,22 @@ export async function checkReadiness(
     };
   }
 
-  const status = await probes.budget();
-  const budget: Readiness['checks']['budget'] =
-    status.status === 'active'
-      ? { ok: true }
-      : {
-          ok: false,
-          reason: status.reason,
-          detail: `Spending stopped: ${describeStop(status.reason)}`,
-          resume: RESUME_HINT,
-        };
+  let budget: Readiness['checks']['budget'];
+  try {
+    const status = await probes.budget();
+    budget =
+      status.status === 'active'
+        ? { ok: true }
+        : {
+            ok: false,
+            reason: status.reason,
+            detail: `Spending stopped: ${describeStop(status.reason)}`,
+            resume: RESUME_HINT,
+          };
+  } catch (error) {
+    // The budget's state is in the database: while that is down, this check fails with it, not the whole answer.
+    budget = { ok: false, detail: `The budget's state cannot be read: ${messageOf(error)}` };
+  }
 
   return {
     ready: gateway.ok && database.ok && tts.ok && budget.ok,
