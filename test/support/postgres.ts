@@ -7,7 +7,16 @@ import { freePort } from './net.ts';
 
 /** A throwaway PostgreSQL cluster, or why there is none. */
 export type PostgresServer =
-  | { readonly kind: 'running'; readonly url: string; stop(): Promise<void> }
+  | {
+      readonly kind: 'running';
+      readonly url: string;
+      /** Stops the server and removes its data. */
+      stop(): Promise<void>;
+      /** Stops the server (fast shutdown: every client is cut off) and keeps its data, as an outage would. */
+      halt(): Promise<void>;
+      /** Starts a halted server again on the same port and data; resolves once it accepts connections. */
+      resume(): Promise<void>;
+    }
   | { readonly kind: 'missing'; readonly reason: string };
 
 /** Debian's server binaries: /usr/lib/postgresql/<version>/bin, newest version first. */
@@ -59,27 +68,35 @@ export async function startPostgres(): Promise<PostgresServer> {
   ]);
   execFileSync(initCommand, initArgs, { stdio: 'pipe' });
   const port = await freePort();
-  const [command, args] = as(join(bin, 'postgres'), [
-    '-D',
-    data,
-    '-p',
-    String(port),
-    '-k',
-    dir,
-    '-h',
-    '127.0.0.1',
-    '-F',
-    '-c',
-    'max_connections=200',
-  ]);
-  const server: ChildProcess = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  server.stderr?.on('data', (chunk: Buffer) => {
-    log += chunk.toString();
-  });
-  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const stop = async (): Promise<void> => {
+
+  /** The postmaster now running, and its exit. */
+  let current: { readonly server: ChildProcess; readonly exited: Promise<void>; log(): string } | undefined;
+  const launch = (): void => {
+    const [command, args] = as(join(bin, 'postgres'), [
+      '-D',
+      data,
+      '-p',
+      String(port),
+      '-k',
+      dir,
+      '-h',
+      '127.0.0.1',
+      '-F',
+      '-c',
+      'max_connections=200',
+    ]);
+    const server: ChildProcess = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    server.stderr?.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+    });
+    const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+    current = { server, exited, log: () => log };
+  };
+  const halt = async (): Promise<void> => {
+    if (!current) return;
+    const { server, exited } = current;
     if (server.exitCode === null) {
       // SIGINT is PostgreSQL's fast shutdown. It goes to the postmaster itself: runuser blocks SIGINT and would
       // turn a SIGTERM into a smart shutdown that waits for every client.
@@ -89,28 +106,43 @@ export async function startPostgres(): Promise<PostgresServer> {
       else server.kill('SIGTERM');
     }
     await exited;
+    current = undefined;
+  };
+  const stop = async (): Promise<void> => {
+    await halt();
     rmSync(dir, { recursive: true, force: true });
   };
   // Ready when it accepts a connection; a server that exits first says why in its log.
-  for (let attempt = 0; ; attempt++) {
-    if (server.exitCode !== null) {
-      rmSync(dir, { recursive: true, force: true });
-      throw new Error(`PostgreSQL exited at start:\n${log}`);
-    }
-    const client = new pg.Client({ connectionString: url });
-    try {
-      await client.connect();
-      await client.end();
-      return { kind: 'running', url, stop };
-    } catch (error) {
-      await client.end().catch(() => {});
-      if (attempt > 150) {
-        await stop();
-        throw new Error(`PostgreSQL did not accept connections: ${String(error)}\n${log}`);
+  const ready = async (): Promise<void> => {
+    for (let attempt = 0; ; attempt++) {
+      if (!current || current.server.exitCode !== null) {
+        throw new Error(`PostgreSQL exited at start:\n${current?.log() ?? ''}`);
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      const client = new pg.Client({ connectionString: url });
+      try {
+        await client.connect();
+        await client.end();
+        return;
+      } catch (error) {
+        await client.end().catch(() => {});
+        if (attempt > 150)
+          throw new Error(`PostgreSQL did not accept connections: ${String(error)}\n${current.log()}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
     }
+  };
+  const resume = async (): Promise<void> => {
+    if (current) return;
+    launch();
+    await ready();
+  };
+  try {
+    await resume();
+  } catch (error) {
+    await stop();
+    throw error;
   }
+  return { kind: 'running', url, stop, halt, resume };
 }
 
 /** Creates an empty database on the cluster at `adminUrl` and returns its URL. */

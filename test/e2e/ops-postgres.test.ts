@@ -1,0 +1,125 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type PostgresServer, startPostgres } from '../support/postgres.ts';
+import { createWorld, type World } from './harness.ts';
+
+// `/readyz` through a PostgreSQL outage: Herald on both emulators and a PostgreSQL cluster of this file's own
+// (the run's shared cluster serves other files, so it is never stopped), which the test stops and starts again.
+
+const cluster = inject('postgres');
+const PASSWORD = 'pg-Outage-5e8d1c7a93';
+
+type Server = Extract<PostgresServer, { kind: 'running' }>;
+let server: Server;
+let world: World;
+
+/** `/readyz` as an orchestrator reads it. */
+async function readiness(): Promise<{
+  status: number;
+  text: string;
+  body: { ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> };
+}> {
+  const ops = world.herald().ops;
+  if (!ops) throw new Error('the ops endpoint is not running');
+  const response = await fetch(`${ops.url}/readyz`);
+  const text = await response.text();
+  return { status: response.status, text, body: JSON.parse(text) };
+}
+
+/** Polls `check` until it holds; a bounded wait for something asynchronous, not a timing assertion. */
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const result = await check();
+    if (result !== undefined) return result;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const describePg = 'url' in cluster ? describe : describe.skip;
+if ('skipped' in cluster) {
+  describe.skip(`the operations endpoint on PostgreSQL — skipped: ${cluster.skipped}`, () => {
+    it('is not ready while PostgreSQL is down', () => {});
+  });
+}
+
+beforeAll(async () => {
+  if (!('url' in cluster)) return;
+  const started = await startPostgres();
+  if (started.kind !== 'running') throw new Error(started.reason);
+  server = started;
+  // A role with a password, as a deployment's DATABASE_URL has (the cluster trusts loopback, so it is never
+  // checked: it is there to be kept out of every answer).
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE ROLE herald LOGIN PASSWORD '${PASSWORD}'`);
+    await admin.query('CREATE DATABASE herald OWNER herald');
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(server.url);
+  url.username = 'herald';
+  url.password = PASSWORD;
+  url.pathname = '/herald';
+  world = await createWorld({
+    env: { METRICS_PORT: '0', DATABASE_URL: url.toString(), DATABASE_POOL_SIZE: '2' },
+    ttsReadyTimeoutMs: 1_000,
+  });
+});
+afterAll(async () => {
+  await world?.close();
+  await server?.stop();
+});
+
+describePg('the operations endpoint on PostgreSQL', () => {
+  it('is not ready while PostgreSQL is down, never shows its password, and is ready again when it is back', async () => {
+    const before = await readiness();
+    expect(before.status).toBe(200);
+    expect(before.body.checks.database).toEqual({ ok: true });
+
+    await server.halt();
+    const down = await readiness();
+    expect(down.status).toBe(503);
+    expect(down.body.ready).toBe(false);
+    expect(down.body.checks.database).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/^The database does not answer: \S/),
+    });
+    // The budget's state lives in the database too; Discord and the TTS service are still fine.
+    expect(down.body.checks.budget).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/^The budget's state cannot be read: \S/),
+    });
+    expect(down.body.checks.gateway).toEqual({ ok: true });
+    expect(down.body.checks.tts).toEqual({ ok: true });
+    expect(down.text).not.toContain(PASSWORD);
+
+    await server.resume();
+    // The same process, on fresh connections: no restart.
+    const back = await until('ready again', async () => {
+      const r = await readiness();
+      return r.status === 200 ? r : undefined;
+    });
+    expect(back.body.checks.database).toEqual({ ok: true });
+    // And it speaks again, its reservation and ledger row written to the database that came back.
+    const reply = await world.discord.slash(world.member, 'speak', { text: 'Back on the database.' });
+    expect(reply.content).toMatch(/Speaking now/);
+    await world.discord.voice(world.guild).untilSilent({ quietMs: 500 });
+    const rows = await until('the ledger row', async () => {
+      const client = new pg.Client({ connectionString: server.url.replace(/\/postgres$/, '/herald') });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM budget_ledger WHERE cost_nanos IS NOT NULL',
+        );
+        return rows[0]?.n ? rows[0].n : undefined;
+      } finally {
+        await client.end();
+      }
+    });
+    expect(rows).toBe(1);
+    expect(world.logs.join('\n')).not.toContain(PASSWORD);
+  });
+});
