@@ -1,18 +1,16 @@
 import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { mayHaveCharged, TtsAbortedError, TtsInsufficientBalanceError } from '../tts/index.ts';
+import type { BudgetReads, OpenTotals } from './reads.ts';
 import {
   type AccountState,
   type BlockReason,
-  type BudgetReads,
-  type BudgetStore,
-  type BudgetTransaction,
   type DailySpend,
   type GuildBudgetSettings,
-  type OpenTotals,
   type StoredReservation,
   utcDay,
-} from './store.ts';
+} from './records.ts';
+import type { BudgetStore, BudgetTransaction } from './store.ts';
 
 /** What a generation is for: who asked, where, and how many characters the service will bill. */
 export interface BudgetRequest {

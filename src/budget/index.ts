@@ -29,15 +29,12 @@ export {
   type ReserveOutcome,
   type Settlement,
 } from './guard.ts';
+export { BUDGET_MIGRATIONS } from './migrations.ts';
+export type { BudgetReads } from './reads.ts';
 export { AUTOMATIC_RECHECK, type BudgetRecheckOptions, startBudgetRechecks } from './recheck.ts';
 export {
   type AccountState,
   type BlockReason,
-  BUDGET_MIGRATIONS,
-  type BudgetReads,
-  type BudgetStore,
-  type BudgetTransaction,
-  createBudgetStore,
   type DailySpend,
   type GuildBudgetSettings,
   type LedgerEntry,
@@ -46,7 +43,8 @@ export {
   type StoredReservation,
   utcDay,
   type WasteReason,
-} from './store.ts';
+} from './records.ts';
+export { type BudgetStore, type BudgetTransaction, createBudgetStore } from './store.ts';
 export {
   type BudgetedSynthesis,
   budgetedSynthesize,
