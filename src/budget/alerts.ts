@@ -1,6 +1,23 @@
 import type { Logger } from '../log.ts';
-import { type BudgetAlert, formatUsd } from './guard.ts';
+import { formatUsd } from './money.ts';
+import type { BlockReason } from './records.ts';
 import type { BudgetStore } from './store.ts';
+
+/** Something the operator should hear about; see `describeAlert`. */
+export type BudgetAlert =
+  | {
+      readonly kind: 'warn';
+      readonly balanceUsd: number;
+      readonly warnUsd: number;
+      readonly floorUsd: number;
+    }
+  | {
+      readonly kind: 'blocked';
+      readonly reason: BlockReason;
+      readonly balanceUsd: number | undefined;
+      readonly floorUsd: number;
+    }
+  | { readonly kind: 'resumed'; readonly balanceUsd: number; readonly floorUsd: number };
 
 /** Options of {@link createBudgetAlerter}. */
 export interface BudgetAlerterOptions {

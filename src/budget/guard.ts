@@ -1,278 +1,24 @@
-import { UserFacingError } from '../errors.ts';
-import type { Logger } from '../log.ts';
+/**
+ * The budget guard: the one stateful part of the budget, created by `createBudgetGuard`. Its interface is in
+ * `guard-types.ts`, the rules it applies in `rules.ts`.
+ */
 import { mayHaveCharged, TtsAbortedError, TtsInsufficientBalanceError } from '../tts/index.ts';
-import type { BudgetReads, OpenTotals } from './reads.ts';
-import {
-  type AccountState,
-  type BlockReason,
-  type DailySpend,
-  type GuildBudgetSettings,
-  type StoredReservation,
-  utcDay,
-} from './records.ts';
-import type { BudgetStore, BudgetTransaction } from './store.ts';
-
-/** What a generation is for: who asked, where, and how many characters the service will bill. */
-export interface BudgetRequest {
-  readonly guildId: string;
-  readonly userId: string;
-  /** Unicode code points of the text sent, as the service counts them. */
-  readonly characters: number;
-}
-
-/** Money set aside for one generation in flight; settle or release it exactly once. */
-export interface Reservation {
-  readonly id: number;
-  /** `probe` is the operator's `/budget recheck`; it bypasses the checks and its balance is always trusted. */
-  readonly kind: 'speech' | 'probe';
-  readonly guildId: string;
-  readonly userId: string;
-  readonly characters: number;
-  /** USD set aside, at the learned, configured or assumed price. */
-  readonly estimateUsd: number;
-}
-
-/** Why a request may not be spoken; each kind carries what its sentence needs (see {@link describeRefusal}). */
-export type BudgetRefusal =
-  | {
-      readonly kind: 'blocked';
-      readonly reason: BlockReason;
-      readonly since: number;
-      /** The last known balance; undefined when the service never reported one. */
-      readonly balanceUsd: number | undefined;
-      readonly floorUsd: number;
-    }
-  | {
-      readonly kind: 'would-cross-floor';
-      readonly balanceUsd: number;
-      /** Already set aside for generations in flight. */
-      readonly reservedUsd: number;
-      readonly estimateUsd: number;
-      readonly floorUsd: number;
-    }
-  | {
-      readonly kind: 'daily-cap';
-      readonly guildId: string;
-      /** Spent today plus in flight for this server. */
-      readonly spentUsd: number;
-      readonly estimateUsd: number;
-      readonly capUsd: number;
-      /** Next UTC midnight, ms since the epoch. */
-      readonly resetsAt: number;
-    }
-  | {
-      readonly kind: 'member-rate';
-      readonly userId: string;
-      /** Characters in the last minute, in flight included. */
-      readonly usedCharacters: number;
-      readonly characters: number;
-      readonly limitPerMinute: number;
-      /** How long until this request would fit; undefined when it never can (longer than the limit). */
-      readonly retryAfterMs: number | undefined;
-    };
-
-/** Outcome of {@link BudgetGuard.reserve}. `learning`: the balance is unknown and one generation is in flight. */
-export type ReserveOutcome =
-  | { readonly kind: 'reserved'; readonly reservation: Reservation }
-  | BudgetRefusal
-  | { readonly kind: 'learning' };
-
-/** What the response of a generation said about money. */
-export interface Settlement {
-  readonly costUsd: number | undefined;
-  readonly balanceUsd: number | undefined;
-  readonly requestId: string | undefined;
-}
-
-/** The cheapest paid call, made by `/budget recheck` to read the balance; see `createTtsProbe`. */
-export type BudgetProbe = () => Promise<Settlement & { readonly characters: number }>;
-
-/** Outcome of {@link BudgetGuard.recheck}. */
-export type RecheckOutcome =
-  | { readonly kind: 'resumed'; readonly balanceUsd: number; readonly floorUsd: number }
-  | { readonly kind: 'still-blocked'; readonly balanceUsd: number | undefined; readonly floorUsd: number }
-  | { readonly kind: 'active'; readonly balanceUsd: number | undefined; readonly floorUsd: number };
-
-/** Something the operator should hear about; see `describeAlert`. */
-export type BudgetAlert =
-  | {
-      readonly kind: 'warn';
-      readonly balanceUsd: number;
-      readonly warnUsd: number;
-      readonly floorUsd: number;
-    }
-  | {
-      readonly kind: 'blocked';
-      readonly reason: BlockReason;
-      readonly balanceUsd: number | undefined;
-      readonly floorUsd: number;
-    }
-  | { readonly kind: 'resumed'; readonly balanceUsd: number; readonly floorUsd: number };
-
-/**
- * Where the price per character comes from: the service's own figures, the configuration, or, before either, a
- * deliberately high assumption ({@link ASSUMED_PRICE_PER_CHAR_USD}) so that estimates err on the side of the floor.
- */
-export type PriceSource = 'learned' | 'configured' | 'assumed';
-
-/**
- * The price assumed before the service's figures or the configuration give one: $0.30 per thousand characters,
- * the top of what commercial TTS services charge, so an estimate made with it is never too low.
- */
-export const ASSUMED_PRICE_PER_CHAR_USD = 0.0003;
-
-/** The guard's figures, for `/budget show` and tests. */
-export type BudgetStatus = {
-  readonly balanceUsd: number | undefined;
-  readonly balanceSeenAt: number | undefined;
-  readonly floorUsd: number;
-  readonly warnUsd: number | undefined;
-  readonly pricePerCharUsd: number;
-  readonly priceSource: PriceSource;
-  readonly memberCharsPerMinute: number;
-  /** Generations in flight and the money set aside for them. */
-  readonly inFlight: number;
-  readonly reservedUsd: number;
-  /** Generations a stopped process left unsettled (uncertain ledger rows), and the most they could have cost. */
-  readonly uncertain: { readonly generations: number; readonly upToUsd: number };
-} & (
-  | { readonly status: 'active' }
-  | { readonly status: 'blocked'; readonly since: number; readonly reason: BlockReason }
-);
-
-/** Options of {@link createBudgetGuard}. */
-export interface BudgetGuardOptions {
-  readonly store: BudgetStore;
-  /** `BUDGET_FLOOR_USD`: no request may take the balance below it. */
-  readonly floorUsd: number;
-  /** `BUDGET_WARN_USD`: alert once each time the balance falls to it; above the floor. */
-  readonly warnUsd?: number | undefined;
-  /** `BUDGET_PRICE_PER_CHAR_USD`: the price used until the service's figures teach the real one. */
-  readonly pricePerCharUsd?: number | undefined;
-  /** `BUDGET_MEMBER_CHARS_PER_MINUTE`: characters one user may have spoken in any 60 s, all servers together. */
-  readonly memberCharsPerMinute: number;
-  /** Clock in ms since the epoch; `Date.now` by default. */
-  readonly now?: () => number;
-  /**
-   * How long a reservation holds money before it is taken to belong to a process that died (default 5 min, well
-   * beyond the TTS client's connect and first-byte timeouts with their retries). It is then released; a late
-   * settlement is still recorded, once.
-   */
-  readonly reservationTtlMs?: number;
-  /**
-   * Who this process is, the same across its restarts (e.g. the host and its shards): what a previous run of
-   * it left reserved is reconciled as soon as it starts, not only when it expires. Unset: only on expiry.
-   */
-  readonly owner?: string | undefined;
-  /**
-   * While learning the balance (one generation at a time), how often a waiting request looks again for another
-   * process's settlement (default 250 ms); settlements in this process wake it at once.
-   */
-  readonly learningPollMs?: number;
-  readonly logger: Logger;
-  /** Told of warnings, blocks and resumptions; must not throw (it is called synchronously). */
-  readonly onAlert?: (alert: BudgetAlert) => void;
-}
-
-/** Refuses, reserves and settles the money of every generation, so spending stops at the floor and never past it. */
-export interface BudgetGuard {
-  /**
-   * Would this request be allowed now, on top of what is already queued and not yet reserved? Reserves nothing:
-   * for refusing a `/speak` at once rather than after it waited in the queue.
-   */
-  check(request: BudgetRequest, queued?: QueuedCharacters): Promise<{ readonly kind: 'ok' } | BudgetRefusal>;
-  /**
-   * Checks and reserves in one database transaction holding the budget's lock, so concurrent callers, in this
-   * process or any other sharing the database, see each other's reservations.
-   */
-  reserve(request: BudgetRequest): Promise<ReserveOutcome>;
-  /**
-   * {@link reserve}, waiting while the price or balance is being learned (one generation at a time until then).
-   * @throws TtsAbortedError when `signal` aborts while waiting.
-   */
-  acquire(
-    request: BudgetRequest,
-    signal?: AbortSignal,
-  ): Promise<{ readonly kind: 'reserved'; readonly reservation: Reservation } | BudgetRefusal>;
-  /**
-   * Records what the generation cost (ledger row and account state, durably) and frees the reservation. Returns
-   * the ledger row's id (for {@link markWasted}); undefined when the reservation was already settled.
-   */
-  settle(reservation: Reservation, settlement: Settlement): Promise<number | undefined>;
-  /** Records in the ledger that a settled generation's audio was never heard, and why; never rejects (logs). */
-  markWasted(ledgerId: number, reason: string): Promise<void>;
-  /** Frees the reservation of a failed generation; a {@link TtsInsufficientBalanceError} blocks at once. */
-  release(reservation: Reservation, error: unknown): Promise<void>;
-  /** The account as the database has it now, with every process's reservations. */
-  status(): Promise<BudgetStatus>;
-  /**
-   * What `characters` would cost at the current (learned, configured or assumed) price, as this process last read
-   * it from the database (at most one decision old).
-   */
-  estimateUsd(characters: number): number;
-  /** The server's spend on the current UTC day, per member. */
-  spendToday(guildId: string): Promise<DailySpend>;
-  guildSettings(guildId: string): Promise<GuildBudgetSettings>;
-  /** Sets (or with null clears) the server's daily cap. */
-  setDailyCap(guildId: string, usd: number | null): Promise<void>;
-  /** Sets (or with null clears) where this server's budget alerts go. */
-  setAlertChannel(guildId: string, channelId: string | null): Promise<void>;
-  /**
-   * Makes the probe's paid call, whatever the state, and trusts the balance it reports; resumes when that is above
-   * the floor. The probe is recorded in the ledger under `by`.
-   * @throws what the probe throws, except a {@link TtsInsufficientBalanceError} (that is `still-blocked`).
-   */
-  recheck(
-    probe: BudgetProbe,
-    by: { readonly guildId: string; readonly userId: string },
-  ): Promise<RecheckOutcome>;
-}
-
-/** Characters queued in voice sessions and not yet reserved, which {@link BudgetGuard.check} counts as committed. */
-export interface QueuedCharacters {
-  /** The member's, in every server (the rate limit is per member). */
-  readonly member: number;
-  /** Everyone's in this server (its daily cap). */
-  readonly guild: number;
-  /** Everyone's everywhere (the floor). */
-  readonly all: number;
-}
-
-/** A refusal as an error, for the voice session's failure path; `describeFailure` shows its message. */
-export class BudgetRefusedError extends UserFacingError {
-  /** The refusal this error carries. */
-  readonly refusal: BudgetRefusal;
-
-  constructor(refusal: BudgetRefusal) {
-    super(describeRefusal(refusal));
-    this.refusal = refusal;
-  }
-}
-
-const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
-
-// Money is compared in whole nano-dollars: 0.5003 − 0.0003 in floating point is 0.49999999999999994, which
-// would refuse a request that lands exactly on the floor.
-const toNanos = (usd: number): number => Math.round(usd * 1e9);
-const fromNanos = (nanos: number): number => nanos / 1e9;
-
-/** Half the service's apparent rounding unit of a cost (it reports whole micro-dollars). */
-const COST_ROUNDING_USD = 0.5e-6;
-
-/**
- * The price per character after a generation of `characters` cost `costUsd`. The service rounds each cost, so a
- * longer text pins the price more precisely: the known price is kept while the new figure agrees with it within
- * rounding and comes from fewer characters; a figure that disagrees means the price changed, and replaces it.
- */
-export function learnPrice(state: AccountState, costUsd: number, characters: number): AccountState {
-  const observed = costUsd / characters;
-  const known = state.pricePerCharUsd;
-  const knownCharacters = state.priceCharacters ?? 1;
-  const tolerance = COST_ROUNDING_USD / characters + COST_ROUNDING_USD / knownCharacters;
-  if (known !== null && characters < knownCharacters && Math.abs(observed - known) <= tolerance) return state;
-  return { ...state, pricePerCharUsd: observed, priceCharacters: characters };
-}
+import type { BudgetAlert } from './alerts.ts';
+import type {
+  BudgetGuard,
+  BudgetGuardOptions,
+  BudgetProbe,
+  BudgetRequest,
+  RecheckOutcome,
+  Reservation,
+  ReserveOutcome,
+  Settlement,
+} from './guard-types.ts';
+import { fromNanos, toNanos } from './money.ts';
+import { learnPrice } from './price.ts';
+import { type AccountState, type StoredReservation, utcDay } from './records.ts';
+import { createBudgetRules, MINUTE_MS } from './rules.ts';
+import type { BudgetTransaction } from './store.ts';
 
 const DEFAULT_RESERVATION_TTL_MS = 5 * MINUTE_MS;
 const DEFAULT_LEARNING_POLL_MS = 250;
@@ -294,16 +40,9 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
   // The last account state this process read: only for estimates outside a decision (`estimateUsd`).
   let lastSeen: AccountState = await store.account();
 
-  const priceOf = (account: AccountState): number =>
-    account.pricePerCharUsd ?? options.pricePerCharUsd ?? ASSUMED_PRICE_PER_CHAR_USD;
-  const estimateWith = (account: AccountState, characters: number): number =>
-    Math.round(priceOf(account) * characters * 1e9);
+  const { priceOf, estimateWith, learning, evaluate, withTransitions } = createBudgetRules(options);
   const sumNanos = (reservations: readonly StoredReservation[]) =>
     reservations.reduce((sum, r) => sum + r.estimateNanos, 0);
-  // Before the first balance is seen, reservations have nothing to be checked against, so concurrency could
-  // overshoot the floor: one generation at a time until a response reports it. With a floor of 0 the service's
-  // own refusal (402) is the floor, and nothing needs to wait.
-  const learning = (account: AccountState): boolean => account.balanceUsd === null && floorNanos > 0;
 
   const alert = (event: BudgetAlert): void => {
     if (event.kind === 'resumed') logger.info('budget resumed', { ...event });
@@ -321,88 +60,6 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     for (const resume of woken) resume();
   };
 
-  /** The refusal for `request`, on figures read in the same transaction (or a plain read, for `check`). */
-  const evaluate = async (
-    reader: BudgetReads,
-    account: AccountState,
-    open: OpenTotals,
-    request: BudgetRequest,
-    at: number,
-    queued?: QueuedCharacters,
-  ): Promise<BudgetRefusal | undefined> => {
-    if (account.blockedSince !== null) {
-      return {
-        kind: 'blocked',
-        reason: account.blockedReason ?? 'floor-reached',
-        since: account.blockedSince,
-        balanceUsd: account.balanceUsd ?? undefined,
-        floorUsd,
-      };
-    }
-    const estimate = estimateWith(account, request.characters);
-    if (account.balanceUsd !== null) {
-      const reserved = open.estimateNanos + estimateWith(account, queued?.all ?? 0);
-      if (toNanos(account.balanceUsd) - reserved - estimate < floorNanos) {
-        return {
-          kind: 'would-cross-floor',
-          balanceUsd: account.balanceUsd,
-          reservedUsd: fromNanos(reserved),
-          estimateUsd: fromNanos(estimate),
-          floorUsd,
-        };
-      }
-    }
-    const { dailyCapUsd } = await reader.guildSettings(request.guildId);
-    if (dailyCapUsd !== null) {
-      const spent =
-        toNanos((await reader.spendOn(request.guildId, utcDay(at))).usd) +
-        open.guildEstimateNanos +
-        estimateWith(account, queued?.guild ?? 0);
-      if (spent + estimate > toNanos(dailyCapUsd)) {
-        return {
-          kind: 'daily-cap',
-          guildId: request.guildId,
-          spentUsd: fromNanos(spent),
-          estimateUsd: fromNanos(estimate),
-          capUsd: dailyCapUsd,
-          resetsAt: (Math.floor(at / DAY_MS) + 1) * DAY_MS,
-        };
-      }
-    }
-    const recent = await reader.userCharactersSince(request.userId, at - MINUTE_MS);
-    const inFlight = open.userCharacters;
-    const used = recent.reduce((sum, row) => sum + row.characters, 0) + inFlight + (queued?.member ?? 0);
-    if (used + request.characters > memberCharsPerMinute) {
-      return {
-        kind: 'member-rate',
-        userId: request.userId,
-        usedCharacters: used,
-        characters: request.characters,
-        limitPerMinute: memberCharsPerMinute,
-        retryAfterMs: retryAfter(recent, open.count, used + request.characters - memberCharsPerMinute, at),
-      };
-    }
-    return undefined;
-  };
-
-  /** When enough of the window's oldest rows have aged out to free `excess` characters. */
-  const retryAfter = (
-    recent: readonly { at: number; characters: number }[],
-    inFlight: number,
-    excess: number,
-    at: number,
-  ): number | undefined => {
-    // Characters beyond the limit by themselves can never fit, however long the member waits.
-    if (excess > 0 && recent.length === 0 && inFlight === 0) return undefined;
-    let freed = 0;
-    for (const row of recent) {
-      freed += row.characters;
-      if (freed >= excess) return Math.max(0, row.at + MINUTE_MS - at);
-    }
-    // What is still in flight will be in the ledger for another full minute once it settles.
-    return MINUTE_MS;
-  };
-
   const toReservation = (stored: StoredReservation): Reservation => ({
     id: stored.id,
     kind: stored.kind,
@@ -411,33 +68,6 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     characters: stored.characters,
     estimateUsd: fromNanos(stored.estimateNanos),
   });
-
-  /** Applies the floor and warning rules to a state whose balance may have changed. */
-  const withTransitions = (
-    state: AccountState,
-    at: number,
-  ): { state: AccountState; alerts: BudgetAlert[] } => {
-    const alerts: BudgetAlert[] = [];
-    if (state.balanceUsd === null) return { state, alerts };
-    const balance = state.balanceUsd;
-    let next = state;
-    // Blocked when even a one-character request would cross the floor.
-    const cheapest = toNanos(priceOf(next));
-    if (next.blockedSince === null && toNanos(balance) - cheapest < floorNanos) {
-      next = { ...next, blockedSince: at, blockedReason: 'floor-reached' };
-      alerts.push({ kind: 'blocked', reason: 'floor-reached', balanceUsd: balance, floorUsd });
-    }
-    if (warnUsd !== undefined) {
-      if (!next.warned && toNanos(balance) <= toNanos(warnUsd)) {
-        next = { ...next, warned: true };
-        // A block says more than a warning; one message is enough.
-        if (alerts.length === 0) alerts.push({ kind: 'warn', balanceUsd: balance, warnUsd, floorUsd });
-      } else if (next.warned && toNanos(balance) > toNanos(warnUsd)) {
-        next = { ...next, warned: false };
-      }
-    }
-    return { state: next, alerts };
-  };
 
   /**
    * Takes money that may have been charged (uncertain rows) off the known balance, failing closed: the next
@@ -750,42 +380,4 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
       return outcome;
     },
   };
-}
-
-/** The sentence a member sees for a refusal. */
-export function describeRefusal(refusal: BudgetRefusal): string {
-  switch (refusal.kind) {
-    case 'blocked': {
-      const balance = refusal.balanceUsd === undefined ? 'unknown' : formatUsd(refusal.balanceUsd);
-      if (refusal.reason === 'balance-unknown') {
-        return `Herald has stopped speaking: the speech service does not report the account balance, so the floor the operator set (${formatUsd(refusal.floorUsd)}) cannot be checked. Herald checks again by itself; the operator can also run /budget recheck.`;
-      }
-      return refusal.reason === 'floor-reached'
-        ? `Herald has stopped speaking: the account balance (${balance}) has reached the floor the operator set (${formatUsd(refusal.floorUsd)}).`
-        : `Herald has stopped speaking: the speech service refused a request for lack of credit (balance ${balance}; the floor the operator set is ${formatUsd(refusal.floorUsd)}). Herald resumes by itself once the operator tops up (it checks again every few minutes).`;
-    }
-    case 'would-cross-floor': {
-      const committed =
-        refusal.reservedUsd > 0 ? `, with ${formatUsd(refusal.reservedUsd)} already committed,` : '';
-      return `Herald can’t say this: it would cost about ${formatUsd(refusal.estimateUsd)} and take the account balance (${formatUsd(refusal.balanceUsd)}${committed}) below the floor the operator set (${formatUsd(refusal.floorUsd)}). A shorter message may still fit.`;
-    }
-    case 'daily-cap':
-      return `This server has used its daily speech budget: ${formatUsd(refusal.spentUsd)} of ${formatUsd(refusal.capUsd)} spent today (UTC), and this would cost about ${formatUsd(refusal.estimateUsd)}. It resets <t:${Math.floor(refusal.resetsAt / 1000)}:R>.`;
-    case 'member-rate': {
-      const limit = `${refusal.limitPerMinute.toLocaleString('en')} characters a minute`;
-      if (refusal.retryAfterMs === undefined) {
-        return `That message is ${refusal.characters.toLocaleString('en')} characters, more than the ${limit} one member may use. Send a shorter one.`;
-      }
-      return `You are speaking faster than the ${limit} one member may use (${refusal.usedCharacters.toLocaleString('en')} in the last minute). Try again in ${Math.max(1, Math.ceil(refusal.retryAfterMs / 1000))} s.`;
-    }
-  }
-}
-
-/** Dollars for people: cents always shown, more digits only when they matter (`$0.52`, `$0.0003`). */
-export function formatUsd(usd: number): string {
-  const sign = usd < 0 ? '-' : '';
-  const fixed = Math.abs(usd)
-    .toFixed(6)
-    .replace(/0{1,4}$/, '');
-  return `${sign}$${fixed}`;
 }

@@ -1,35 +1,29 @@
 // The budget guard: configuration, storage, the guard itself, the guarded synthesis and alerts. Import from here.
-import type { BudgetGuard, BudgetProbe } from './guard.ts';
+import type { BudgetGuard, BudgetProbe } from './guard-types.ts';
 
-export { type BudgetAlerterOptions, createBudgetAlerter, describeAlert } from './alerts.ts';
+export { type BudgetAlert, type BudgetAlerterOptions, createBudgetAlerter, describeAlert } from './alerts.ts';
 export {
   type BudgetConfig,
   type BudgetConfigResult,
   DEFAULT_MEMBER_CHARS_PER_MINUTE,
   parseBudgetConfig,
 } from './config.ts';
-export {
-  ASSUMED_PRICE_PER_CHAR_USD,
-  type BudgetAlert,
-  type BudgetGuard,
-  type BudgetGuardOptions,
-  type BudgetProbe,
-  type BudgetRefusal,
-  BudgetRefusedError,
-  type BudgetRequest,
-  type BudgetStatus,
-  createBudgetGuard,
-  describeRefusal,
-  formatUsd,
-  learnPrice,
-  type PriceSource,
-  type QueuedCharacters,
-  type RecheckOutcome,
-  type Reservation,
-  type ReserveOutcome,
-  type Settlement,
-} from './guard.ts';
+export { createBudgetGuard } from './guard.ts';
+export type {
+  BudgetGuard,
+  BudgetGuardOptions,
+  BudgetProbe,
+  BudgetRequest,
+  BudgetStatus,
+  QueuedCharacters,
+  RecheckOutcome,
+  Reservation,
+  ReserveOutcome,
+  Settlement,
+} from './guard-types.ts';
 export { BUDGET_MIGRATIONS } from './migrations.ts';
+export { formatUsd } from './money.ts';
+export { ASSUMED_PRICE_PER_CHAR_USD, learnPrice, type PriceSource } from './price.ts';
 export type { BudgetReads } from './reads.ts';
 export { AUTOMATIC_RECHECK, type BudgetRecheckOptions, startBudgetRechecks } from './recheck.ts';
 export {
@@ -44,6 +38,7 @@ export {
   utcDay,
   type WasteReason,
 } from './records.ts';
+export { type BudgetRefusal, BudgetRefusedError, describeRefusal } from './refusal.ts';
 export { type BudgetStore, type BudgetTransaction, createBudgetStore } from './store.ts';
 export {
   type BudgetedSynthesis,

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.ts';
-import type { BudgetGuard, BudgetProbe } from './guard.ts';
+import type { BudgetGuard, BudgetProbe } from './guard-types.ts';
 
 /** Options of {@link startBudgetRechecks}. */
 export interface BudgetRecheckOptions {

@@ -1,7 +1,8 @@
 import type { GenerateResult, TtsClient } from '../tts/index.ts';
 import { countCharacters } from '../tts/index.ts';
 import type { SpeechRequest } from '../voice/session.ts';
-import { type BudgetGuard, type BudgetProbe, BudgetRefusedError } from './guard.ts';
+import type { BudgetGuard, BudgetProbe } from './guard-types.ts';
+import { BudgetRefusedError } from './refusal.ts';
 
 /** A synthesis that knows which server it speaks for (the guild id is what the daily cap is kept by). */
 export type GuildSynthesize = (
