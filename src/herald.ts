@@ -40,6 +40,7 @@ import {
   observeGenerate,
   type ProcessErrorKind,
   startOpsServer,
+  statusOf,
 } from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { clientShardOptions, ownsGuild, runsShard } from './shard/client.ts';
@@ -402,7 +403,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
           host: config.ops.host,
           token: config.ops.token,
           registry: metrics.registry,
-          state: opsState,
+          status: statusOf(opsState),
           readiness: () => checkReadiness(probes, ttsTimeout),
           secrets: secretsOf(config),
           logger: logger.child({ component: 'ops' }),

@@ -45,5 +45,14 @@ export {
   sameSecret,
   startOpsServer,
 } from './server.ts';
-export type { OpsState, RecentProblem, SessionView } from './state.ts';
+export {
+  type LiveView,
+  liveOf,
+  type OpsState,
+  type RecentProblem,
+  type SessionView,
+  type ShardView,
+  type StatusSource,
+  statusOf,
+} from './state.ts';
 export { renderStatusPage, type SpendBucket, type StatusPageData, spendBuckets } from './status-page.ts';

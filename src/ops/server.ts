@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log.ts';
 import { checkReadiness, type ReadinessProbes } from './health.ts';
-import type { OpsState } from './state.ts';
+import type { StatusSource } from './state.ts';
 import { DAYS_SHOWN, renderLoginPage, renderStatusPage } from './status-page.ts';
 
 /** Where `/metrics` comes from: a prom-client `Registry`, or the sharding manager's sum of every shard's. */
@@ -28,8 +28,8 @@ export type OpsServerOptions = ReadinessSource & {
   /** `METRICS_TOKEN`: when set, `/` and `/metrics` need it (bearer header or the login cookie). */
   readonly token: string | undefined;
   readonly registry: MetricsSource;
-  /** What the status page shows; undefined (the sharding manager): no status page, each shard's state is its own. */
-  readonly state: OpsState | undefined;
+  /** What the status page shows: this process's (`statusOf(state)`), or every shard's; undefined: no status page. */
+  readonly status: StatusSource | undefined;
   /** Strings never sent in any answer (the token, the key, the metrics token). */
   readonly secrets: readonly string[];
   readonly logger: Logger;
@@ -125,25 +125,23 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
       send(response, 200, options.registry.contentType, await options.registry.metrics());
       return;
     }
-    const state = options.state;
-    if (method === 'GET' && path === '/' && state) {
+    const status = options.status;
+    if (method === 'GET' && path === '/' && status) {
       if (!authorized(request)) return unauthorized(response, true);
       const at = now();
-      const page = renderStatusPage({
-        now: at,
-        budget: await state.budget(),
-        ledger: await state.ledger(at - DAYS_SHOWN * DAY_MS),
-        sessions: state.sessions(),
-        problems: state.recentProblems(),
-        gatewayConnected: state.gatewayConnected(),
-      });
+      const [budget, ledger, live] = await Promise.all([
+        status.budget(),
+        status.ledger(at - DAYS_SHOWN * DAY_MS),
+        status.live(),
+      ]);
+      const page = renderStatusPage({ now: at, budget, ledger, ...live });
       send(response, 200, 'text/html; charset=utf-8', page, {
         'content-security-policy':
           "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'",
       });
       return;
     }
-    if (method === 'POST' && path === '/login' && state) {
+    if (method === 'POST' && path === '/login' && status) {
       const form = new URLSearchParams(await readSmallBody(request));
       const given = form.get('token') ?? '';
       if (token === undefined || cookieValue === undefined) {
@@ -160,7 +158,7 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     }
     json(response, 404, {
       error: 'not found',
-      paths: [...(state ? ['/'] : []), '/metrics', '/healthz', '/readyz'],
+      paths: [...(status ? ['/'] : []), '/metrics', '/healthz', '/readyz'],
     });
   };
 

@@ -1,17 +1,14 @@
 import { type BudgetStatus, formatUsd, type LedgerEntry } from '../budget/index.ts';
 import { describeStop, RESUME_HINT } from './health.ts';
-import type { RecentProblem, SessionView } from './state.ts';
+import type { LiveView, RecentProblem, SessionView, ShardView } from './state.ts';
 
 /** Everything the status page shows, read at the moment it is asked for. */
-export interface StatusPageData {
+export interface StatusPageData extends LiveView {
   /** Ms since the epoch. */
   readonly now: number;
   readonly budget: BudgetStatus;
   /** Ledger rows of the last {@link DAYS_SHOWN} days. */
   readonly ledger: readonly LedgerEntry[];
-  readonly sessions: readonly SessionView[];
-  readonly problems: readonly RecentProblem[];
-  readonly gatewayConnected: boolean;
 }
 
 /** One bar of a spend chart. */
@@ -78,7 +75,7 @@ export function renderStatusPage(data: StatusPageData): string {
 </head>
 <body>
 <h1>Herald</h1>
-<p class="muted">As of ${iso(data.now)} · gateway ${data.gatewayConnected ? '<span class="ok">connected</span>' : '<span class="bad">not connected</span>'}</p>
+<p class="muted">As of ${iso(data.now)} · ${gatewayLine(data)}</p>
 <section>
 <h2>Budget</h2>
 <p class="big">Balance <strong id="balance" data-usd="${balance ?? ''}">${balance === undefined ? 'not seen yet' : formatUsd(balance)}</strong>
@@ -99,7 +96,7 @@ ${barChart('spend-hourly', hourly, (start) => new Date(start).toISOString().slic
 <h2>Spend per day (last ${DAYS_SHOWN} days, UTC)</h2>
 ${barChart('spend-daily', daily, (start) => new Date(start).toISOString().slice(5, 10))}
 </section>
-<section>
+${data.shards === undefined ? '' : `<section>\n<h2>Shards</h2>\n${shardsTable(data.shards)}\n</section>\n`}<section>
 <h2>Speaking now</h2>
 ${sessionsTable(data.sessions)}
 </section>
@@ -178,15 +175,39 @@ ${bars}
 </svg>`;
 }
 
+/** The gateway in the page's first line: one connection, or how many of the shards' are connected. */
+function gatewayLine(data: StatusPageData): string {
+  if (data.shards === undefined) {
+    return `gateway ${data.gatewayConnected ? '<span class="ok">connected</span>' : '<span class="bad">not connected</span>'}`;
+  }
+  const connected = data.shards.filter((shard) => shard.status === 'answered' && shard.gatewayConnected);
+  const all = connected.length === data.shards.length;
+  return `gateway <span id="gateway" class="${all ? 'ok' : 'bad'}">${connected.length} of ${data.shards.length} shards connected</span>`;
+}
+
+/** Each shard process: its gateway and voice sessions, or why it did not say (never a blank or a wait). */
+function shardsTable(shards: readonly ShardView[]): string {
+  const rows = shards
+    .map((shard) =>
+      shard.status === 'answered'
+        ? `<tr data-shard="${shard.id}" data-state="answered" data-gateway="${shard.gatewayConnected ? 'connected' : 'not-connected'}"><td>${shard.id}</td><td class="${shard.gatewayConnected ? 'ok' : 'bad'}">${shard.gatewayConnected ? 'connected' : 'not connected'}</td><td>${shard.sessions}</td></tr>`
+        : `<tr data-shard="${shard.id}" data-state="silent"><td>${shard.id}</td><td class="bad" colspan="2">no answer: ${escapeHtml(shard.detail)}</td></tr>`,
+    )
+    .join('\n');
+  return `<table id="shards"><thead><tr><th>Shard</th><th>Gateway</th><th>Voice channels</th></tr></thead>
+<tbody>${rows}</tbody></table>`;
+}
+
 function sessionsTable(sessions: readonly SessionView[]): string {
   if (sessions.length === 0) return '<p id="sessions" class="muted">Herald is in no voice channel.</p>';
+  const sharded = sessions.some((session) => session.shard !== undefined);
   const rows = sessions
     .map(
       (session) =>
-        `<tr><td>${escapeHtml(session.guildName)}</td><td>${escapeHtml(session.channelName)}</td><td class="queue">${session.queueDepth}</td><td>${escapeHtml(session.player)}</td><td>${escapeHtml(session.connection)}</td></tr>`,
+        `<tr${session.shard === undefined ? '' : ` data-shard="${session.shard}"`}><td>${escapeHtml(session.guildName)}</td><td>${escapeHtml(session.channelName)}</td><td class="queue">${session.queueDepth}</td><td>${escapeHtml(session.player)}</td><td>${escapeHtml(session.connection)}</td>${sharded ? `<td>${session.shard ?? ''}</td>` : ''}</tr>`,
     )
     .join('\n');
-  return `<table id="sessions"><thead><tr><th>Server</th><th>Voice channel</th><th>Queue</th><th>Player</th><th>Connection</th></tr></thead>
+  return `<table id="sessions"><thead><tr><th>Server</th><th>Voice channel</th><th>Queue</th><th>Player</th><th>Connection</th>${sharded ? '<th>Shard</th>' : ''}</tr></thead>
 <tbody>${rows}</tbody></table>`;
 }
 
@@ -195,7 +216,7 @@ function problemsList(problems: readonly RecentProblem[]): string {
   const items = problems
     .map(
       (problem) =>
-        `<li class="${problem.level}"><span class="muted">${iso(problem.at)}</span> <strong>${problem.level}</strong> ${escapeHtml(problem.message)}${
+        `<li class="${problem.level}"><span class="muted">${iso(problem.at)}</span>${problem.shard === undefined ? '' : ` <span class="muted">${problem.shard === 'manager' ? 'manager' : `shard ${problem.shard}`}</span>`} <strong>${problem.level}</strong> ${escapeHtml(problem.message)}${
           problem.detail === undefined ? '' : ` — <code>${escapeHtml(problem.detail)}</code>`
         }</li>`,
     )

@@ -126,7 +126,7 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
               }),
             ),
           }),
-          state: undefined,
+          status: undefined,
           secrets: secretsOf(config),
           logger: logger.child({ component: 'ops' }),
         });

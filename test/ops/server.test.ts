@@ -10,6 +10,7 @@ import {
   sameSecret,
   spendBuckets,
   startOpsServer,
+  statusOf,
 } from '../../src/ops/index.ts';
 
 const HOUR = 3_600_000;
@@ -70,7 +71,7 @@ async function start(token: string | undefined, s: OpsState = state()): Promise<
     host: '127.0.0.1',
     token,
     registry: createOpsMetrics(s).registry,
-    state: s,
+    status: statusOf(s),
     probes: {
       gatewayConnected: () => true,
       database: () => {},
@@ -131,6 +132,53 @@ describe('renderStatusPage', () => {
     expect(html).toContain('&#60;b&#62;500');
     expect(html).toContain('not connected');
   });
+
+  it("shows each shard (the manager's page): its gateway and sessions, or that it did not answer", () => {
+    const html = renderStatusPage({
+      now: NOW,
+      budget: active,
+      ledger: [],
+      sessions: [
+        {
+          guildId: '1',
+          guildName: 'Server 1',
+          channelName: 'Room',
+          queueDepth: 0,
+          connection: 'ready',
+          player: 'idle',
+          shard: 0,
+        },
+      ],
+      problems: [
+        { at: NOW, level: 'warn', message: 'shard process died', detail: undefined, shard: 'manager' },
+      ],
+      gatewayConnected: false,
+      shards: [
+        { id: 0, status: 'answered', gatewayConnected: true, sessions: 1 },
+        { id: 1, status: 'silent', detail: 'shard 1 did not answer within 5000 ms <x>' },
+      ],
+    });
+    expect(html).toContain('1 of 2 shards connected');
+    expect(html).toMatch(/<tr data-shard="0" data-state="answered" data-gateway="connected">/);
+    expect(html).toMatch(
+      /<tr data-shard="1" data-state="silent">.*no answer: shard 1 did not answer within 5000 ms &#60;x&#62;/,
+    );
+    expect(html).toMatch(/<tr data-shard="0"><td>Server 1<\/td>/);
+    expect(html).toMatch(/manager<\/span> <strong>warn<\/strong> shard process died/);
+  });
+
+  it('shows no shards section for one process', () => {
+    const html = renderStatusPage({
+      now: NOW,
+      budget: active,
+      ledger: [],
+      sessions: [],
+      problems: [],
+      gatewayConnected: true,
+    });
+    expect(html).not.toContain('id="shards"');
+    expect(html).toContain('gateway <span class="ok">connected</span>');
+  });
 });
 
 describe('startOpsServer', () => {
@@ -175,15 +223,47 @@ describe('startOpsServer', () => {
     expect((await fetch(`${url}/`, { headers: { cookie: `${cookie.slice(0, -1)}0` } })).status).toBe(401);
   });
 
+  it('serves the status page from a source that gathers it asynchronously (the sharding manager)', async () => {
+    server = await startOpsServer({
+      port: 0,
+      host: '127.0.0.1',
+      token: undefined,
+      registry: createOpsMetrics(state()).registry,
+      status: {
+        budget: async () => active,
+        ledger: async () => [entry(NOW, 20, 0.5)],
+        live: async () => ({
+          sessions: [],
+          problems: [],
+          gatewayConnected: false,
+          shards: [{ id: 0, status: 'silent', detail: `no answer ${SECRET_KEY}` }],
+        }),
+      },
+      readiness: async () => ({ ready: false }),
+      secrets: [SECRET_KEY],
+      logger: silentLogger,
+      now: () => NOW,
+    });
+    const page = await fetch(`${server.url}/`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('0 of 1 shards connected');
+    expect(html).toContain('data-state="silent"');
+    expect(html).toContain('data-total-usd="0.5"');
+    expect(html).not.toContain(SECRET_KEY);
+  });
+
   it('answers /readyz 503 with the failing check, and scrubs secrets from every answer', async () => {
     server = await startOpsServer({
       port: 0,
       host: '127.0.0.1',
       token: undefined,
       registry: createOpsMetrics(state()).registry,
-      state: state({
-        recentProblems: () => [{ at: NOW, level: 'warn', message: `key ${SECRET_KEY}`, detail: undefined }],
-      }),
+      status: statusOf(
+        state({
+          recentProblems: () => [{ at: NOW, level: 'warn', message: `key ${SECRET_KEY}`, detail: undefined }],
+        }),
+      ),
       probes: {
         gatewayConnected: () => true,
         database: () => {
