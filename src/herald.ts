@@ -29,6 +29,7 @@ import {
   createVoiceWatch,
   databaseProbe,
   keepRecentProblems,
+  liveOf,
   logUtterances,
   noOpsEvents,
   type OpsServer,
@@ -415,6 +416,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
           {
             metrics: () => metrics.registry.getMetricsAsJSON(),
             readiness: () => checkReadiness(probes, ttsTimeout),
+            status: async () => liveOf(opsState),
           },
           logger,
         )

@@ -1,11 +1,14 @@
 import { once } from 'node:events';
 import { type Shard, ShardingManager } from 'discord.js';
 import { AggregatorRegistry } from 'prom-client';
+import { createBudgetGuard, createBudgetStore } from '../budget/index.ts';
 import { type Config, secretsOf } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { type OpsServer, startOpsServer } from '../ops/index.ts';
+import { keepRecentProblems, type OpsServer, type StatusSource, startOpsServer } from '../ops/index.ts';
+import { type Database, openDatabase } from '../storage/index.ts';
 import { shardIdsOf } from './config.ts';
-import { askShard, type ShardMetrics, type ShardReadiness } from './ipc.ts';
+import { askEach } from './ipc.ts';
+import { mergeShardStatus } from './status.ts';
 
 /** What Discord says about starting sessions (`GET /gateway/bot`). */
 export interface GatewayBot {
@@ -44,18 +47,24 @@ export interface ShardGroupOptions {
 
 /** Discord lets one identify bucket start a session every 5 s; a little more keeps clear of the edge. */
 const IDENTIFY_INTERVAL_MS = 5_500;
-/** How long a shard may take to answer a scrape or a readiness check. */
+/** How long a shard may take to answer a scrape, a readiness check or the status page. */
 const ASK_TIMEOUT_MS = 5_000;
+/** The manager only reads the budget and the ledger for its status page: two connections are plenty. */
+const MANAGER_POOL_SIZE = 2;
 
 /**
  * Runs the configured shards with discord.js's ShardingManager, one process each (process mode, so a crash takes
  * one shard down, and `kill -9` of one leaves the others speaking). A shard that dies is respawned with the same
  * environment. With `METRICS_PORT`, this process serves the one endpoint: `/metrics` summed over every shard,
- * `/readyz` ready when every shard is; the shards serve none (they would all want the same port).
+ * `/readyz` ready when every shard is, and the status page (the budget and ledger from the shared database, the
+ * rest from every shard); the shards serve none (they would all want the same port).
  * @throws when Discord refuses the token, or a shard does not become ready in time.
  */
 export async function startShardGroup(options: ShardGroupOptions): Promise<ShardGroup> {
-  const { config, logger } = options;
+  const { config } = options;
+  // The manager's own warnings (a shard died, a respawn failed) are kept for its status page too.
+  const problems = keepRecentProblems(options.logger, { secrets: secretsOf(config) });
+  const { logger } = problems;
   const gateway = await fetchGatewayBot(config.discord.restUrl, config.discord.token);
   const count = config.shards.count === 'auto' ? gateway.shards : config.shards.count;
   const ids = shardIdsOf(config.shards, count);
@@ -81,6 +90,32 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   logger.info('every shard is ready', { count, ids: ids.join(',') });
 
   const shards = (): Shard[] => ids.map((id) => manager.shards.get(id)).filter((s) => s !== undefined);
+  // The status page's budget and ledger: read from the database every shard writes, by a guard that only reads
+  // (no owner: it reconciles nothing and reserves nothing).
+  let db: Database | undefined;
+  let status: StatusSource | undefined;
+  if (config.ops.port !== undefined) {
+    db = openDatabase(
+      config.database.kind === 'postgres'
+        ? { ...config.database, poolSize: Math.min(MANAGER_POOL_SIZE, config.database.poolSize) }
+        : config.database,
+    );
+    const store = await createBudgetStore(db);
+    const budget = await createBudgetGuard({
+      store,
+      floorUsd: config.budget.floorUsd,
+      warnUsd: config.budget.warnUsd,
+      pricePerCharUsd: config.budget.pricePerCharUsd,
+      memberCharsPerMinute: config.budget.memberCharsPerMinute,
+      logger: logger.child({ component: 'budget' }),
+    });
+    status = {
+      budget: () => budget.status(),
+      ledger: (since) => store.ledger({ since }),
+      live: async () =>
+        mergeShardStatus(await askEach(manager.shards, ids, 'status', ASK_TIMEOUT_MS), problems.recent()),
+    };
+  }
   const ops =
     config.ops.port === undefined
       ? undefined
@@ -91,32 +126,17 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
           registry: {
             contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
             metrics: async () => {
-              const answers = await Promise.allSettled(
-                shards().map((shard) => askShard(shard, 'metrics', ASK_TIMEOUT_MS)),
-              );
-              const each: ShardMetrics[] = answers.flatMap((a) =>
-                a.status === 'fulfilled' ? [a.value] : [],
-              );
-              return AggregatorRegistry.aggregate(each).metrics();
+              const replies = await askEach(manager.shards, ids, 'metrics', ASK_TIMEOUT_MS);
+              return AggregatorRegistry.aggregate(replies.flatMap((r) => (r.ok ? [r.value] : []))).metrics();
             },
           },
           readiness: async () => {
-            const checks = await Promise.all(
-              ids.map(async (id): Promise<[string, ShardReadiness]> => {
-                const shard = manager.shards.get(id);
-                if (!shard?.process)
-                  return [String(id), { ready: false, detail: 'The shard process is not running.' }];
-                try {
-                  return [String(id), await askShard(shard, 'readiness', ASK_TIMEOUT_MS)];
-                } catch (error) {
-                  return [
-                    String(id),
-                    { ready: false, detail: error instanceof Error ? error.message : String(error) },
-                  ];
-                }
-              }),
-            );
-            return { ready: checks.every(([, check]) => check.ready), shards: Object.fromEntries(checks) };
+            const replies = await askEach(manager.shards, ids, 'readiness', ASK_TIMEOUT_MS);
+            const checks = replies.map((r) => [
+              String(r.id),
+              r.ok ? r.value : { ready: false, detail: r.detail },
+            ]);
+            return { ready: replies.every((r) => r.ok && r.value.ready), shards: Object.fromEntries(checks) };
           },
           health: () => ({
             shards: Object.fromEntries(
@@ -126,7 +146,7 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
               }),
             ),
           }),
-          status: undefined,
+          status,
           secrets: secretsOf(config),
           logger: logger.child({ component: 'ops' }),
         });
@@ -149,6 +169,7 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
           }
         }),
       );
+      await db?.close();
     },
   };
 }

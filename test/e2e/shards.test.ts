@@ -234,6 +234,42 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
         shards: Record<string, string>;
       };
       expect(health.shards).toEqual({ 0: 'ready', 1: 'ready', 2: 'ready', 3: 'ready' });
+
+      // The manager's status page: the budget and the ledger from PostgreSQL, the rest from every shard.
+      const page = await (await fetch(`${endpoint}/`)).text();
+      expect(page).toContain('4 of 4 shards connected');
+      for (let shard = 0; shard < 4; shard += 1) {
+        expect(page).toContain(`<tr data-shard="${shard}" data-state="answered" data-gateway="connected">`);
+      }
+      // Each server in voice is listed by the shard that holds it, from more than one shard.
+      const sessions = [...page.matchAll(/<tr data-shard="(\d)"><td>(Server \d+)<\/td>/g)].map(
+        ([, shard, name]) => ({ shard: Number(shard), name }),
+      );
+      expect(new Set(sessions.map((s) => s.shard)).size).toBeGreaterThan(1);
+      for (const { shard, name } of sessions) {
+        const server = servers.find((s) => s.guild.name === name) as Server;
+        expect(shardOf(server.guild.id, 4)).toBe(shard);
+      }
+      expect(page).toContain(`id="balance" data-usd="${tts.balanceUsd}"`);
+      expect(page).toContain('data-total-usd="0.05"');
+      expect(page).not.toContain(discord.token);
+      expect(page).not.toContain(tts.apiKey);
+
+      // A shard frozen (SIGSTOP) cannot answer: the page still comes, saying so, with the other three.
+      const frozen = pidOf(group, 2) as number;
+      process.kill(frozen, 'SIGSTOP');
+      try {
+        const response = await fetch(`${endpoint}/`);
+        expect(response.status).toBe(200);
+        const stalled = await response.text();
+        expect(stalled).toMatch(
+          /<tr data-shard="2" data-state="silent">.*no answer: shard 2 did not answer within 5000 ms/,
+        );
+        expect(stalled).toContain('3 of 4 shards connected');
+        expect(stalled).toContain('<tr data-shard="3" data-state="answered" data-gateway="connected">');
+      } finally {
+        process.kill(frozen, 'SIGCONT');
+      }
     } finally {
       await stopGroup(group);
     }
