@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { BlockReason, BudgetStatus } from '../budget/index.ts';
 import type { Database, DatabaseConfig } from '../storage/index.ts';
+import { DEFAULT_DATABASE_TIMEOUT_MS, DeadlineError, within } from './deadline.ts';
 
 /** One readiness check's verdict; `detail` says why in words an operator can act on (never a secret). */
 export interface CheckResult {
@@ -49,43 +50,58 @@ export function describeStop(reason: BlockReason): string {
   }
 }
 
+/** Options of {@link checkReadiness}. */
+export interface ReadinessOptions {
+  /** Bound on the TTS check; default {@link DEFAULT_TTS_READY_TIMEOUT_MS}. */
+  readonly ttsTimeoutMs?: number;
+  /** Bound on the database and budget checks; default {@link DEFAULT_DATABASE_TIMEOUT_MS}. */
+  readonly databaseTimeoutMs?: number;
+}
+
 /**
- * Runs every readiness check; the TTS check is bounded by `ttsTimeoutMs` and never makes a paid call. A probe that
- * throws fails its own check, never the whole answer.
+ * Runs every readiness check at once, each bounded (the database and budget checks by `databaseTimeoutMs`, the TTS
+ * check by `ttsTimeoutMs`), so the answer never waits longer than the longest bound; it never makes a paid call. A
+ * probe that throws or does not answer in time fails its own check, never the whole answer.
  */
 export async function checkReadiness(
   probes: ReadinessProbes,
-  options: { readonly ttsTimeoutMs?: number } = {},
+  options: ReadinessOptions = {},
 ): Promise<Readiness> {
   const gateway: CheckResult = probes.gatewayConnected()
     ? { ok: true }
     : { ok: false, detail: 'The Discord gateway is not connected (reconnecting, or the token was refused).' };
+  const databaseMs = options.databaseTimeoutMs ?? DEFAULT_DATABASE_TIMEOUT_MS;
+  const ttsMs = options.ttsTimeoutMs ?? DEFAULT_TTS_READY_TIMEOUT_MS;
 
-  let database: CheckResult;
-  try {
-    await probes.database();
-    database = { ok: true };
-  } catch (error) {
-    database = { ok: false, detail: `The database does not answer: ${messageOf(error)}` };
-  }
+  const checkDatabase = async (): Promise<CheckResult> => {
+    try {
+      await within(databaseMs, 'the database', probes.database);
+      return { ok: true };
+    } catch (error) {
+      // A database that drops packets instead of refusing them would otherwise hold this answer for minutes.
+      if (error instanceof DeadlineError) {
+        return { ok: false, detail: `The database did not answer within ${error.timeoutMs} ms.` };
+      }
+      return { ok: false, detail: `The database does not answer: ${messageOf(error)}` };
+    }
+  };
 
-  const timeoutMs = options.ttsTimeoutMs ?? DEFAULT_TTS_READY_TIMEOUT_MS;
-  let tts: CheckResult;
-  try {
-    await probes.tts(AbortSignal.timeout(timeoutMs));
-    tts = { ok: true };
-  } catch (error) {
-    tts = {
-      ok: false,
-      detail: `The TTS service could not list its voices within ${timeoutMs} ms: ${messageOf(error)}`,
-    };
-  }
+  const checkTts = async (): Promise<CheckResult> => {
+    try {
+      await probes.tts(AbortSignal.timeout(ttsMs));
+      return { ok: true };
+    } catch (error) {
+      return {
+        ok: false,
+        detail: `The TTS service could not list its voices within ${ttsMs} ms: ${messageOf(error)}`,
+      };
+    }
+  };
 
-  let budget: Readiness['checks']['budget'];
-  try {
-    const status = await probes.budget();
-    budget =
-      status.status === 'active'
+  const checkBudget = async (): Promise<Readiness['checks']['budget']> => {
+    try {
+      const status = await within(databaseMs, 'the database', probes.budget);
+      return status.status === 'active'
         ? { ok: true }
         : {
             ok: false,
@@ -93,11 +109,13 @@ export async function checkReadiness(
             detail: `Spending stopped: ${describeStop(status.reason)}`,
             resume: RESUME_HINT,
           };
-  } catch (error) {
-    // The budget's state is in the database: while that is down, this check fails with it, not the whole answer.
-    budget = { ok: false, detail: `The budget's state cannot be read: ${messageOf(error)}` };
-  }
+    } catch (error) {
+      // The budget's state is in the database: while that is down, this check fails with it, not the whole answer.
+      return { ok: false, detail: `The budget's state cannot be read: ${messageOf(error)}` };
+    }
+  };
 
+  const [database, tts, budget] = await Promise.all([checkDatabase(), checkTts(), checkBudget()]);
   return {
     ready: gateway.ok && database.ok && tts.ok && budget.ok,
     checks: { gateway, database, tts, budget },

@@ -1,5 +1,6 @@
 // Operating Herald: metrics, health, the status page and the doctor's checks. The one door into src/ops/.
 
+export { DEFAULT_DATABASE_TIMEOUT_MS, DeadlineError, within } from './deadline.ts';
 export {
   blocksSpeaking,
   type DoctorCheck,
@@ -23,6 +24,7 @@ export {
   databaseProbe,
   RESUME_HINT,
   type Readiness,
+  type ReadinessOptions,
   type ReadinessProbes,
 } from './health.ts';
 export { createOpsMetrics, type OpsMetrics, TTS_ERROR_CODES } from './metrics.ts';

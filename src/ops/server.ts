@@ -35,6 +35,8 @@ export type OpsServerOptions = ReadinessSource & {
   readonly logger: Logger;
   /** More for `/healthz` to say (the sharding manager: each shard's process); it always answers 200. */
   readonly health?: () => Record<string, unknown>;
+  /** Bound on the database and budget readiness checks; default 3 s. */
+  readonly databaseTimeoutMs?: number;
   readonly now?: () => number;
 };
 
@@ -116,6 +118,9 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
           ? await options.readiness()
           : await checkReadiness(options.probes, {
               ...(options.ttsReadyTimeoutMs === undefined ? {} : { ttsTimeoutMs: options.ttsReadyTimeoutMs }),
+              ...(options.databaseTimeoutMs === undefined
+                ? {}
+                : { databaseTimeoutMs: options.databaseTimeoutMs }),
             });
       json(response, readiness.ready ? 200 : 503, readiness);
       return;

@@ -9,7 +9,7 @@ export type DatabaseConfig =
 
 /** Options of {@link openDatabase}. */
 export interface OpenDatabaseOptions {
-  /** PostgreSQL only: how long opening a connection may take before the statement waiting for it fails. */
+  /** PostgreSQL only: how long a statement may wait for a connection before it fails; default 10 s. */
   readonly connectTimeoutMs?: number;
 }
 

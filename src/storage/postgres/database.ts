@@ -13,9 +13,18 @@ export interface PostgresOptions {
   readonly url: string;
   /** Most connections this process opens (`DATABASE_POOL_SIZE`). */
   readonly poolSize: number;
-  /** How long opening a connection may take before it fails; unset, it waits as long as the network does. */
+  /**
+   * How long a statement may wait for a connection (opening one, or one of the pool's to come free) before it fails;
+   * default {@link DEFAULT_CONNECT_TIMEOUT_MS}.
+   */
   readonly connectTimeoutMs?: number;
 }
+
+/**
+ * A server that drops packets instead of refusing them would otherwise hold a statement for as long as the kernel
+ * retries (minutes). Generous beside a healthy connect (milliseconds), and beside a busy pool's queue.
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 // Every process running migrations takes this session-level advisory lock first, so two processes starting at
 // once apply each migration once: the second waits, then finds the versions already bumped. Any constant works
@@ -53,7 +62,9 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
     connectionString: options.url,
     max: options.poolSize,
     types,
-    connectionTimeoutMillis: options.connectTimeoutMs,
+    // No query_timeout or statement_timeout: migrations wait on another process's advisory lock for as long as its
+    // migrations take. Reads that must answer quickly (the operations endpoint's) bound themselves.
+    connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
   });
   let closed = false;
   // An idle client losing its connection emits 'error' on the pool; without a listener that would exit Herald.
