@@ -168,7 +168,9 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
       aggregator,
       async collect() {
         const value = await read();
-        if (value === undefined) this.reset();
+        // Unknown (a balance not seen yet, no warning level set): left out of the scrape, never shown as 0.
+        // (`reset()` would not do: an unlabelled gauge resets to 0.)
+        if (value === undefined) this.remove();
         else this.set(value);
       },
     });
