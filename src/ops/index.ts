@@ -27,7 +27,7 @@ export {
   type ReadinessOptions,
   type ReadinessProbes,
 } from './health.ts';
-export { createOpsMetrics, type OpsMetrics, TTS_ERROR_CODES } from './metrics.ts';
+export { createOpsMetrics, type OpsMetrics, type OpsMetricsOptions, TTS_ERROR_CODES } from './metrics.ts';
 export {
   createVoiceWatch,
   keepRecentProblems,

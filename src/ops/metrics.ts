@@ -1,5 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { BudgetStatus } from '../budget/index.ts';
 import type { CacheLookup } from '../cache/index.ts';
+import { DEFAULT_DATABASE_TIMEOUT_MS, within } from './deadline.ts';
 import type { BudgetStopReason, OpsEvents, UtteranceOutcome, UtteranceSource } from './events.ts';
 import type { OpsState } from './state.ts';
 
@@ -8,6 +10,12 @@ export interface OpsMetrics {
   readonly registry: Registry;
   /** Where the parts report; increments the counters and histograms below. */
   readonly events: OpsEvents;
+}
+
+/** Options of {@link createOpsMetrics}. */
+export interface OpsMetricsOptions {
+  /** How long a scrape waits for the budget's state before leaving its gauges out; default 3 s. */
+  readonly databaseTimeoutMs?: number;
 }
 
 const SOURCES: readonly UtteranceSource[] = ['speak', 'autoread'];
@@ -32,7 +40,8 @@ export const TTS_ERROR_CODES: readonly string[] = [
  * Creates the registry: process metrics (prom-client's defaults) and Herald's own. Counters with labels start at
  * zero for every label value, so each family is present from the first scrape.
  */
-export function createOpsMetrics(state: OpsState): OpsMetrics {
+export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {}): OpsMetrics {
+  const databaseTimeoutMs = options.databaseTimeoutMs ?? DEFAULT_DATABASE_TIMEOUT_MS;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
@@ -175,31 +184,59 @@ export function createOpsMetrics(state: OpsState): OpsMetrics {
       },
     });
   };
+  // Every budget gauge comes from one read of the budget's state (the database), shared by the scrape that asked.
+  // prom-client fails the whole scrape when one collect() throws, so a read that fails or does not answer in time
+  // (PostgreSQL down, or silent) leaves these gauges out, and herald_budget_state_readable says so, while the rest
+  // of the scrape answers as usual.
+  let reading: Promise<BudgetStatus | undefined> | undefined;
+  const readBudget = (): Promise<BudgetStatus | undefined> => {
+    reading ??= within(databaseTimeoutMs, 'the database', () => state.budget())
+      .catch(() => undefined)
+      .finally(() => {
+        reading = undefined;
+      });
+    return reading;
+  };
+  const budgetGauge = (
+    name: string,
+    help: string,
+    figure: (budget: BudgetStatus) => number | undefined,
+  ): void =>
+    gauge(name, help, async () => {
+      const budget = await readBudget();
+      return budget === undefined ? undefined : figure(budget);
+    });
   gauge(
+    'herald_budget_state_readable',
+    "1 when this scrape read the budget's state from the database; 0 when it could not (the database failed or did not answer in time), and the budget's gauges (herald_balance_usd, herald_budget_stopped and the rest) are left out of it.",
+    async () => ((await readBudget()) === undefined ? 0 : 1),
+    'min',
+  );
+  budgetGauge(
     'herald_balance_usd',
     'The account balance last reported by the TTS service.',
-    async () => (await state.budget()).balanceUsd,
+    (budget) => budget.balanceUsd,
   );
-  gauge(
+  budgetGauge(
     'herald_budget_floor_usd',
     'BUDGET_FLOOR_USD: spending never takes the balance below it.',
-    async () => (await state.budget()).floorUsd,
+    (budget) => budget.floorUsd,
   );
-  gauge('herald_budget_warn_usd', 'BUDGET_WARN_USD, when set.', async () => (await state.budget()).warnUsd);
-  gauge(
+  budgetGauge('herald_budget_warn_usd', 'BUDGET_WARN_USD, when set.', (budget) => budget.warnUsd);
+  budgetGauge(
     'herald_budget_reservations_held',
     'Generations in flight holding a budget reservation.',
-    async () => (await state.budget()).inFlight,
+    (budget) => budget.inFlight,
   );
-  gauge(
+  budgetGauge(
     'herald_budget_reserved_usd',
     'USD set aside for generations in flight.',
-    async () => (await state.budget()).reservedUsd,
+    (budget) => budget.reservedUsd,
   );
-  gauge(
+  budgetGauge(
     'herald_budget_stopped',
     '1 while spending is stopped (see herald_budget_stops_total for why).',
-    async () => ((await state.budget()).status === 'blocked' ? 1 : 0),
+    (budget) => (budget.status === 'blocked' ? 1 : 0),
   );
   gauge('herald_voice_sessions', 'Servers where Herald is in voice.', () => state.sessions().length, 'sum');
   gauge(

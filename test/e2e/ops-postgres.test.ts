@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type PostgresServer, startPostgres } from '../support/postgres.ts';
 import { createWorld, type World } from './harness.ts';
 
-// `/readyz` through a PostgreSQL outage: Herald on both emulators and a PostgreSQL cluster of this file's own
-// (the run's shared cluster serves other files, so it is never stopped), which the test stops and starts again.
+// The operations endpoint through a PostgreSQL outage: Herald on both emulators and a PostgreSQL cluster of this
+// file's own (the run's shared cluster serves other files, so it is never stopped), which the test stops and starts
+// again.
 
 const cluster = inject('postgres');
 const PASSWORD = 'pg-Outage-5e8d1c7a93';
@@ -24,6 +25,14 @@ async function readiness(): Promise<{
   const response = await fetch(`${ops.url}/readyz`);
   const text = await response.text();
   return { status: response.status, text, body: JSON.parse(text) };
+}
+
+/** `GET path` on the operations endpoint (no METRICS_TOKEN here). */
+async function get(path: string): Promise<{ status: number; text: string }> {
+  const ops = world.herald().ops;
+  if (!ops) throw new Error('the ops endpoint is not running');
+  const response = await fetch(`${ops.url}${path}`);
+  return { status: response.status, text: await response.text() };
 }
 
 /** Polls `check` until it holds; a bounded wait for something asynchronous, not a timing assertion. */
@@ -74,7 +83,7 @@ afterAll(async () => {
 });
 
 describePg('the operations endpoint on PostgreSQL', () => {
-  it('is not ready while PostgreSQL is down, never shows its password, and is ready again when it is back', async () => {
+  it('is not ready while PostgreSQL is down but still scraped, never shows its password, and is ready again when it is back', async () => {
     const before = await readiness();
     expect(before.status).toBe(200);
     expect(before.body.checks.database).toEqual({ ok: true });
@@ -96,6 +105,16 @@ describePg('the operations endpoint on PostgreSQL', () => {
     expect(down.body.checks.tts).toEqual({ ok: true });
     expect(down.text).not.toContain(PASSWORD);
 
+    // Prometheus keeps scraping: everything that needs no database, and a gauge saying the budget's was not read.
+    const scrape = await get('/metrics');
+    expect(scrape.status).toBe(200);
+    expect(scrape.text).toMatch(/^herald_budget_state_readable 0$/m);
+    expect(scrape.text).toMatch(/^herald_gateway_connected 1$/m);
+    expect(scrape.text).toMatch(/^herald_voice_sessions 0$/m);
+    expect(scrape.text).toMatch(/^process_cpu_seconds_total \d/m);
+    expect(scrape.text).not.toMatch(/^herald_budget_floor_usd /m);
+    expect(scrape.text).not.toContain(PASSWORD);
+
     await server.resume();
     // The same process, on fresh connections: no restart.
     const back = await until('ready again', async () => {
@@ -103,6 +122,9 @@ describePg('the operations endpoint on PostgreSQL', () => {
       return r.status === 200 ? r : undefined;
     });
     expect(back.body.checks.database).toEqual({ ok: true });
+    const scrapeBack = await get('/metrics');
+    expect(scrapeBack.text).toMatch(/^herald_budget_state_readable 1$/m);
+    expect(scrapeBack.text).toMatch(/^herald_budget_floor_usd \d/m);
     // And it speaks again, its reservation and ledger row written to the database that came back.
     const reply = await world.discord.slash(world.member, 'speak', { text: 'Back on the database.' });
     expect(reply.content).toMatch(/Speaking now/);
