@@ -79,10 +79,7 @@ export async function checkReadiness(
       return { ok: true };
     } catch (error) {
       // A database that drops packets instead of refusing them would otherwise hold this answer for minutes.
-      if (error instanceof DeadlineError) {
-        return { ok: false, detail: `The database did not answer within ${error.timeoutMs} ms.` };
-      }
-      return { ok: false, detail: `The database does not answer: ${messageOf(error)}` };
+      return { ok: false, detail: describeDatabaseFailure(error) };
     }
   };
 
@@ -133,6 +130,13 @@ export function databaseProbe(db: Database, config: DatabaseConfig): () => Promi
     }
     await db.get('SELECT count(*) AS n FROM schema_migrations');
   };
+}
+
+/** Why a read of the database failed, in one sentence for `/readyz` and the status page. */
+export function describeDatabaseFailure(error: unknown): string {
+  return error instanceof DeadlineError
+    ? `The database did not answer within ${error.timeoutMs} ms.`
+    : `The database does not answer: ${messageOf(error)}`;
 }
 
 function messageOf(error: unknown): string {

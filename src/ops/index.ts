@@ -22,6 +22,7 @@ export {
   checkReadiness,
   DEFAULT_TTS_READY_TIMEOUT_MS,
   databaseProbe,
+  describeDatabaseFailure,
   RESUME_HINT,
   type Readiness,
   type ReadinessOptions,
@@ -57,4 +58,10 @@ export {
   type StatusSource,
   statusOf,
 } from './state.ts';
-export { renderStatusPage, type SpendBucket, type StatusPageData, spendBuckets } from './status-page.ts';
+export {
+  renderStatusPage,
+  type SpendBucket,
+  type StatusPageData,
+  type StoredView,
+  spendBuckets,
+} from './status-page.ts';

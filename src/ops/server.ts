@@ -2,9 +2,10 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log.ts';
-import { checkReadiness, type ReadinessProbes } from './health.ts';
+import { DEFAULT_DATABASE_TIMEOUT_MS, within } from './deadline.ts';
+import { checkReadiness, describeDatabaseFailure, type ReadinessProbes } from './health.ts';
 import type { StatusSource } from './state.ts';
-import { DAYS_SHOWN, renderLoginPage, renderStatusPage } from './status-page.ts';
+import { DAYS_SHOWN, renderLoginPage, renderStatusPage, type StoredView } from './status-page.ts';
 
 /** Where `/metrics` comes from: a prom-client `Registry`, or the sharding manager's sum of every shard's. */
 export interface MetricsSource {
@@ -35,7 +36,7 @@ export type OpsServerOptions = ReadinessSource & {
   readonly logger: Logger;
   /** More for `/healthz` to say (the sharding manager: each shard's process); it always answers 200. */
   readonly health?: () => Record<string, unknown>;
-  /** Bound on the database and budget readiness checks; default 3 s. */
+  /** Bound on every read of the database: the readiness checks, the status page's budget and ledger; default 3 s. */
   readonly databaseTimeoutMs?: number;
   readonly now?: () => number;
 };
@@ -101,6 +102,19 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
       });
   };
 
+  const databaseTimeoutMs = options.databaseTimeoutMs ?? DEFAULT_DATABASE_TIMEOUT_MS;
+  // The budget and the ledger live in the database; while it fails or is silent the page says so and shows the rest.
+  const readStored = async (status: StatusSource, since: number): Promise<StoredView> => {
+    try {
+      const [budget, ledger] = await within(databaseTimeoutMs, 'the database', () =>
+        Promise.all([status.budget(), status.ledger(since)]),
+      );
+      return { status: 'read', budget, ledger };
+    } catch (error) {
+      return { status: 'unreadable', detail: describeDatabaseFailure(error) };
+    }
+  };
+
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     const method = request.method ?? 'GET';
@@ -134,12 +148,8 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     if (method === 'GET' && path === '/' && status) {
       if (!authorized(request)) return unauthorized(response, true);
       const at = now();
-      const [budget, ledger, live] = await Promise.all([
-        status.budget(),
-        status.ledger(at - DAYS_SHOWN * DAY_MS),
-        status.live(),
-      ]);
-      const page = renderStatusPage({ now: at, budget, ledger, ...live });
+      const [stored, live] = await Promise.all([readStored(status, at - DAYS_SHOWN * DAY_MS), status.live()]);
+      const page = renderStatusPage({ now: at, stored, ...live });
       send(response, 200, 'text/html; charset=utf-8', page, {
         'content-security-policy':
           "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'",

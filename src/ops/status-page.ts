@@ -2,13 +2,25 @@ import { type BudgetStatus, formatUsd, type LedgerEntry } from '../budget/index.
 import { describeStop, RESUME_HINT } from './health.ts';
 import type { LiveView, RecentProblem, SessionView, ShardView } from './state.ts';
 
+/** What the status page reads from the database: the budget's state and the ledger, or why it could not. */
+export type StoredView =
+  | {
+      readonly status: 'read';
+      readonly budget: BudgetStatus;
+      /** Ledger rows of the last {@link DAYS_SHOWN} days. */
+      readonly ledger: readonly LedgerEntry[];
+    }
+  | {
+      readonly status: 'unreadable';
+      /** One sentence on why (never a secret: the endpoint scrubs every answer). */
+      readonly detail: string;
+    };
+
 /** Everything the status page shows, read at the moment it is asked for. */
 export interface StatusPageData extends LiveView {
   /** Ms since the epoch. */
   readonly now: number;
-  readonly budget: BudgetStatus;
-  /** Ledger rows of the last {@link DAYS_SHOWN} days. */
-  readonly ledger: readonly LedgerEntry[];
+  readonly stored: StoredView;
 }
 
 /** One bar of a spend chart. */
@@ -54,17 +66,11 @@ export function spendBuckets(
   return buckets;
 }
 
-/** The status page: one self-contained HTML document, charts drawn as inline SVG, no script. */
+/**
+ * The status page: one self-contained HTML document, charts drawn as inline SVG, no script. While the database
+ * cannot be read, it says so where the budget and the spend would be, and shows the rest (live, from memory).
+ */
 export function renderStatusPage(data: StatusPageData): string {
-  const { budget } = data;
-  const hourly = spendBuckets(data.ledger, data.now, HOUR_MS, HOURS_SHOWN);
-  const daily = spendBuckets(data.ledger, data.now, DAY_MS, DAYS_SHOWN);
-  const balance = budget.balanceUsd;
-  const state =
-    budget.status === 'active'
-      ? `<p id="budget-state" data-state="active" class="ok">Speaking: spending is allowed.</p>`
-      : `<p id="budget-state" data-state="blocked" data-reason="${budget.reason}" class="bad">Stopped since ${iso(budget.since)}: ${describeStop(budget.reason)}}</p><p id="resume">${escapeHtml(RESUME_HINT)}</p>`;
-
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -76,7 +82,30 @@ export function renderStatusPage(data: StatusPageData): string {
 <body>
 <h1>Herald</h1>
 <p class="muted">As of ${iso(data.now)} · ${gatewayLine(data)}</p>
+${data.stored.status === 'read' ? budgetSections(data.now, data.stored.budget, data.stored.ledger) : unreadableSection(data.stored.detail)}
+${data.shards === undefined ? '' : `<section>\n<h2>Shards</h2>\n${shardsTable(data.shards)}\n</section>\n`}<section>
+<h2>Speaking now</h2>
+${sessionsTable(data.sessions)}
+</section>
 <section>
+<h2>Latest warnings and errors</h2>
+${problemsList(data.problems)}
+</section>
+</body>
+</html>
+`;
+}
+
+/** The balance against the floor, the budget's state, and the spend charts. */
+function budgetSections(now: number, budget: BudgetStatus, ledger: readonly LedgerEntry[]): string {
+  const hourly = spendBuckets(ledger, now, HOUR_MS, HOURS_SHOWN);
+  const daily = spendBuckets(ledger, now, DAY_MS, DAYS_SHOWN);
+  const balance = budget.balanceUsd;
+  const state =
+    budget.status === 'active'
+      ? `<p id="budget-state" data-state="active" class="ok">Speaking: spending is allowed.</p>`
+      : `<p id="budget-state" data-state="blocked" data-reason="${budget.reason}" class="bad">Stopped since ${iso(budget.since)}: ${describeStop(budget.reason)}</p><p id="resume">${escapeHtml(RESUME_HINT)}</p>`;
+  return `<section>
 <h2>Budget</h2>
 <p class="big">Balance <strong id="balance" data-usd="${balance ?? ''}">${balance === undefined ? 'not seen yet' : formatUsd(balance)}</strong>
 against the floor <strong id="floor" data-usd="${budget.floorUsd}">${formatUsd(budget.floorUsd)}</strong>${
@@ -95,18 +124,15 @@ ${state}
 ${barChart('spend-hourly', hourly, (start) => new Date(start).toISOString().slice(11, 13))}
 <h2>Spend per day (last ${DAYS_SHOWN} days, UTC)</h2>
 ${barChart('spend-daily', daily, (start) => new Date(start).toISOString().slice(5, 10))}
-</section>
-${data.shards === undefined ? '' : `<section>\n<h2>Shards</h2>\n${shardsTable(data.shards)}\n</section>\n`}<section>
-<h2>Speaking now</h2>
-${sessionsTable(data.sessions)}
-</section>
-<section>
-<h2>Latest warnings and errors</h2>
-${problemsList(data.problems)}
-</section>
-</body>
-</html>
-`;
+</section>`;
+}
+
+/** In place of the budget and the spend while the database, where they are kept, cannot be read. */
+function unreadableSection(detail: string): string {
+  return `<section>
+<h2>Budget</h2>
+<p id="database" data-state="unreadable" class="bad">${escapeHtml(detail)} The balance, the budget's state and the spend are kept there: they show again when it answers.</p>
+</section>`;
 }
 
 /** The login form shown (with 401) when `METRICS_TOKEN` is set and the request carries no valid token. */

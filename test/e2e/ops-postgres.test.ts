@@ -83,7 +83,7 @@ afterAll(async () => {
 });
 
 describePg('the operations endpoint on PostgreSQL', () => {
-  it('is not ready while PostgreSQL is down but still scraped, never shows its password, and is ready again when it is back', async () => {
+  it('is not ready while PostgreSQL is down but still scraped and paged, never shows its password, and is ready again when it is back', async () => {
     const before = await readiness();
     expect(before.status).toBe(200);
     expect(before.body.checks.database).toEqual({ ok: true });
@@ -114,6 +114,14 @@ describePg('the operations endpoint on PostgreSQL', () => {
     expect(scrape.text).toMatch(/^process_cpu_seconds_total \d/m);
     expect(scrape.text).not.toMatch(/^herald_budget_floor_usd /m);
     expect(scrape.text).not.toContain(PASSWORD);
+    // The status page says the database does not answer, and still shows what is live.
+    const page = await get('/');
+    expect(page.status).toBe(200);
+    expect(page.text).toMatch(/id="database" data-state="unreadable"[^>]*>The database does not answer/);
+    expect(page.text).toContain('gateway <span class="ok">connected</span>');
+    expect(page.text).toContain('id="sessions"');
+    expect(page.text).toContain('id="problems"');
+    expect(page.text).not.toContain(PASSWORD);
 
     await server.resume();
     // The same process, on fresh connections: no restart.
@@ -125,6 +133,9 @@ describePg('the operations endpoint on PostgreSQL', () => {
     const scrapeBack = await get('/metrics');
     expect(scrapeBack.text).toMatch(/^herald_budget_state_readable 1$/m);
     expect(scrapeBack.text).toMatch(/^herald_budget_floor_usd \d/m);
+    const pageBack = await get('/');
+    expect(pageBack.text).not.toContain('id="database"');
+    expect(pageBack.text).toContain('id="balance"');
     // And it speaks again, its reservation and ledger row written to the database that came back.
     const reply = await world.discord.slash(world.member, 'speak', { text: 'Back on the database.' });
     expect(reply.content).toMatch(/Speaking now/);

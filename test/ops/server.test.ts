@@ -3,15 +3,19 @@ import type { BudgetStatus, LedgerEntry } from '../../src/budget/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import {
   createOpsMetrics,
+  databaseProbe,
   keepRecentProblems,
   type OpsServer,
   type OpsState,
   renderStatusPage,
+  type SessionView,
   sameSecret,
   spendBuckets,
   startOpsServer,
   statusOf,
 } from '../../src/ops/index.ts';
+import { type Database, type DatabaseConfig, openDatabase } from '../../src/storage/index.ts';
+import { type SilentServer, startSilentServer } from '../support/net.ts';
 
 const HOUR = 3_600_000;
 const NOW = Date.UTC(2026, 10, 23, 18, 30);
@@ -59,10 +63,26 @@ function state(overrides: Partial<OpsState> = {}): OpsState {
   };
 }
 
+const lounge: SessionView = {
+  guildId: '1',
+  guildName: 'Server 1',
+  channelName: 'Lounge',
+  queueDepth: 2,
+  connection: 'ready',
+  player: 'playing',
+};
+
 let server: OpsServer | undefined;
+let silent: SilentServer | undefined;
+let db: Database | undefined;
 afterEach(async () => {
   await server?.close();
+  // The listener before the pool: the pool's connections end with it, and only then can the pool close.
+  await silent?.close();
+  await db?.close();
   server = undefined;
+  silent = undefined;
+  db = undefined;
 });
 
 async function start(token: string | undefined, s: OpsState = state()): Promise<OpsServer> {
@@ -109,8 +129,11 @@ describe('renderStatusPage', () => {
   it('shows the balance, the floor, a stop with how to resume, and escapes what servers named', () => {
     const html = renderStatusPage({
       now: NOW,
-      budget: { ...active, status: 'blocked', since: NOW - HOUR, reason: 'service-refused' },
-      ledger: [entry(NOW, 20, 0.5)],
+      stored: {
+        status: 'read',
+        budget: { ...active, status: 'blocked', since: NOW - HOUR, reason: 'service-refused' },
+        ledger: [entry(NOW, 20, 0.5)],
+      },
       sessions: [
         {
           guildId: '1',
@@ -127,6 +150,7 @@ describe('renderStatusPage', () => {
     expect(html).toContain('id="balance" data-usd="9.5">$9.50<');
     expect(html).toContain('data-state="blocked" data-reason="service-refused"');
     expect(html).toMatch(/\/budget recheck/);
+    expect(html).toContain('for lack of credit.</p>');
     expect(html).not.toContain('<script>');
     expect(html).toContain('&#60;script&#62;');
     expect(html).toContain('&#60;b&#62;500');
@@ -136,8 +160,7 @@ describe('renderStatusPage', () => {
   it("shows each shard (the manager's page): its gateway and sessions, or that it did not answer", () => {
     const html = renderStatusPage({
       now: NOW,
-      budget: active,
-      ledger: [],
+      stored: { status: 'read', budget: active, ledger: [] },
       sessions: [
         {
           guildId: '1',
@@ -167,11 +190,31 @@ describe('renderStatusPage', () => {
     expect(html).toMatch(/manager<\/span> <strong>warn<\/strong> shard process died/);
   });
 
+  it('says the database does not answer where the budget and the spend would be, and shows what is live', () => {
+    const html = renderStatusPage({
+      now: NOW,
+      stored: {
+        status: 'unreadable',
+        detail: 'The database does not answer: connect ECONNREFUSED 127.0.0.1:5432',
+      },
+      sessions: [lounge],
+      problems: [{ at: NOW, level: 'error', message: 'could not reserve', detail: undefined }],
+      gatewayConnected: true,
+    });
+    expect(html).toMatch(
+      /<p id="database" data-state="unreadable" class="bad">The database does not answer: connect ECONNREFUSED 127\.0\.0\.1:5432 The balance/,
+    );
+    expect(html).not.toContain('id="balance"');
+    expect(html).not.toContain('id="spend-hourly"');
+    expect(html).toContain('gateway <span class="ok">connected</span>');
+    expect(html).toMatch(/<td>Server 1<\/td><td>Lounge<\/td><td class="queue">2<\/td>/);
+    expect(html).toMatch(/<strong>error<\/strong> could not reserve/);
+  });
+
   it('shows no shards section for one process', () => {
     const html = renderStatusPage({
       now: NOW,
-      budget: active,
-      ledger: [],
+      stored: { status: 'read', budget: active, ledger: [] },
       sessions: [],
       problems: [],
       gatewayConnected: true,
@@ -281,6 +324,137 @@ describe('startOpsServer', () => {
     expect(JSON.parse(body)).toMatchObject({ ready: false, checks: { database: { ok: false } } });
     expect(body).not.toContain(SECRET_KEY);
     expect(await (await fetch(`${server.url}/`)).text()).not.toContain(SECRET_KEY);
+  });
+});
+
+describe('startOpsServer while the database fails', () => {
+  const PASSWORD = 'pg-Status-secret-4411';
+
+  it('serves the status page (200), saying the database does not answer, with what is live and no secret', async () => {
+    // A driver message quoting the password is contrived; it shows that whatever the driver says is scrubbed.
+    const refused = () => Promise.reject(new Error(`connect ECONNREFUSED 127.0.0.1:5432 (${PASSWORD})`));
+    const s = state({
+      budget: refused,
+      ledger: refused,
+      sessions: () => [lounge],
+      recentProblems: () => [{ at: NOW, level: 'error', message: 'could not reserve', detail: undefined }],
+    });
+    server = await startOpsServer({
+      port: 0,
+      host: '127.0.0.1',
+      token: undefined,
+      registry: createOpsMetrics(s).registry,
+      status: statusOf(s),
+      probes: { gatewayConnected: () => true, database: refused, tts: async () => [], budget: refused },
+      secrets: [SECRET_KEY, PASSWORD],
+      logger: silentLogger,
+      now: () => NOW,
+    });
+    const page = await fetch(`${server.url}/`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toMatch(
+      /id="database" data-state="unreadable" class="bad">The database does not answer: connect ECONNREFUSED 127\.0\.0\.1:5432 \(\[redacted\]\)/,
+    );
+    expect(html).toContain('<td>Lounge</td>');
+    expect(html).toContain('could not reserve');
+    expect(html).not.toContain(PASSWORD);
+  });
+
+  it("serves the sharding manager's page (200): the database's failure said, every shard still listed", async () => {
+    server = await startOpsServer({
+      port: 0,
+      host: '127.0.0.1',
+      token: undefined,
+      registry: createOpsMetrics(state()).registry,
+      status: {
+        budget: () => Promise.reject(new Error('Connection terminated unexpectedly')),
+        ledger: () => Promise.reject(new Error('Connection terminated unexpectedly')),
+        live: async () => ({
+          sessions: [{ ...lounge, shard: 1 }],
+          problems: [],
+          gatewayConnected: false,
+          shards: [
+            { id: 0, status: 'silent', detail: 'shard 0 did not answer within 5000 ms' },
+            { id: 1, status: 'answered', gatewayConnected: true, sessions: 1 },
+          ],
+        }),
+      },
+      readiness: async () => ({ ready: false }),
+      secrets: [SECRET_KEY],
+      logger: silentLogger,
+      now: () => NOW,
+    });
+    const page = await fetch(`${server.url}/`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain(
+      'id="database" data-state="unreadable" class="bad">The database does not answer: Connection terminated unexpectedly',
+    );
+    expect(html).toContain('1 of 2 shards connected');
+    expect(html).toContain('<tr data-shard="0" data-state="silent">');
+    expect(html).toMatch(/<tr data-shard="1"><td>Server 1<\/td>/);
+  });
+
+  it('answers /readyz (503), /metrics and / (200) within the bound when PostgreSQL accepts connections and never answers', async () => {
+    // A host that drops packets: TCP connects (to a listener that holds the socket), PostgreSQL never speaks.
+    silent = await startSilentServer();
+    const config: DatabaseConfig = {
+      kind: 'postgres',
+      url: `postgres://herald:${PASSWORD}@127.0.0.1:${silent.port}/herald`,
+      poolSize: 2,
+    };
+    const open = openDatabase(config);
+    db = open;
+    const s = state({
+      budget: async () => {
+        await open.get('SELECT 1');
+        return active;
+      },
+      ledger: () => open.all('SELECT 1'),
+    });
+    const databaseTimeoutMs = 300;
+    server = await startOpsServer({
+      port: 0,
+      host: '127.0.0.1',
+      token: undefined,
+      registry: createOpsMetrics(s, { databaseTimeoutMs }).registry,
+      status: statusOf(s),
+      probes: {
+        gatewayConnected: () => true,
+        database: databaseProbe(open, config),
+        tts: async () => [],
+        budget: s.budget,
+      },
+      databaseTimeoutMs,
+      secrets: [SECRET_KEY, PASSWORD],
+      logger: silentLogger,
+      now: () => NOW,
+    });
+    const url = server.url;
+    const [ready, metrics, page] = await Promise.all(
+      ['/readyz', '/metrics', '/'].map(async (path) => {
+        const response = await fetch(`${url}${path}`);
+        return { status: response.status, text: await response.text() };
+      }),
+    );
+    expect(ready?.status).toBe(503);
+    expect(JSON.parse(ready?.text ?? '')).toMatchObject({
+      ready: false,
+      checks: {
+        database: { ok: false, detail: 'The database did not answer within 300 ms.' },
+        budget: {
+          ok: false,
+          detail: "The budget's state cannot be read: the database did not answer within 300 ms",
+        },
+      },
+    });
+    expect(metrics?.status).toBe(200);
+    expect(metrics?.text).toMatch(/^herald_budget_state_readable 0$/m);
+    expect(metrics?.text).toMatch(/^herald_voice_sessions 0$/m);
+    expect(page?.status).toBe(200);
+    expect(page?.text).toContain('The database did not answer within 300 ms. The balance');
+    for (const answer of [ready, metrics, page]) expect(answer?.text).not.toContain(PASSWORD);
   });
 });
 
