@@ -75,7 +75,7 @@ export async function checkReadiness(
 
   const checkDatabase = async (): Promise<CheckResult> => {
     try {
-      await within(databaseMs, 'the database', probes.database);
+      await within(databaseMs, 'the database', () => probes.database());
       return { ok: true };
     } catch (error) {
       // A database that drops packets instead of refusing them would otherwise hold this answer for minutes.
@@ -97,7 +97,7 @@ export async function checkReadiness(
 
   const checkBudget = async (): Promise<Readiness['checks']['budget']> => {
     try {
-      const status = await within(databaseMs, 'the database', probes.budget);
+      const status = await within(databaseMs, 'the database', () => probes.budget());
       return status.status === 'active'
         ? { ok: true }
         : {

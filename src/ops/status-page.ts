@@ -131,7 +131,8 @@ ${barChart('spend-daily', daily, (start) => new Date(start).toISOString().slice(
 function unreadableSection(detail: string): string {
   return `<section>
 <h2>Budget</h2>
-<p id="database" data-state="unreadable" class="bad">${escapeHtml(detail)} The balance, the budget's state and the spend are kept there: they show again when it answers.</p>
+<p id="database" data-state="unreadable" class="bad">${escapeHtml(detail)}</p>
+<p class="muted">The balance, the budget's state and the spend are kept in the database: they show again when it answers.</p>
 </section>`;
 }
 

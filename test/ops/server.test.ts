@@ -202,7 +202,7 @@ describe('renderStatusPage', () => {
       gatewayConnected: true,
     });
     expect(html).toMatch(
-      /<p id="database" data-state="unreadable" class="bad">The database does not answer: connect ECONNREFUSED 127\.0\.0\.1:5432 The balance/,
+      /<p id="database" data-state="unreadable" class="bad">The database does not answer: connect ECONNREFUSED 127\.0\.0\.1:5432<\/p>\n<p class="muted">The balance/,
     );
     expect(html).not.toContain('id="balance"');
     expect(html).not.toContain('id="spend-hourly"');
@@ -453,7 +453,9 @@ describe('startOpsServer while the database fails', () => {
     expect(metrics?.text).toMatch(/^herald_budget_state_readable 0$/m);
     expect(metrics?.text).toMatch(/^herald_voice_sessions 0$/m);
     expect(page?.status).toBe(200);
-    expect(page?.text).toContain('The database did not answer within 300 ms. The balance');
+    expect(page?.text).toContain(
+      'data-state="unreadable" class="bad">The database did not answer within 300 ms.</p>',
+    );
     for (const answer of [ready, metrics, page]) expect(answer?.text).not.toContain(PASSWORD);
   });
 });
