@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import type { RepliableInteraction } from 'discord.js';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AudioFormatError } from '../src/audio/errors.ts';
-import { createLogger } from '../src/log.ts';
-import { describeFailure } from '../src/replies.ts';
+import { createLogger, silentLogger } from '../src/log.ts';
+import { acknowledgeEphemeral, DEFER_AFTER_MS, describeFailure } from '../src/replies.ts';
 
 describe('describeFailure', () => {
   const logged: { level: string; msg: string }[] = [];
@@ -27,5 +28,79 @@ describe('describeFailure', () => {
     const id = /error id ([0-9a-f]{8})/.exec(sentence)?.[1];
     expect(id).toBeDefined();
     expect(logged).toMatchObject([{ level: 'error', errorId: id }]);
+  });
+});
+
+/** The calls an interaction receives, in order; the deferral's REST call resolves when `settle` is called. */
+function fakeInteraction() {
+  const calls: string[] = [];
+  let settle = (): void => {};
+  const interaction = {
+    deferred: false,
+    replied: false,
+    deferReply: () => {
+      calls.push('defer');
+      return new Promise<void>((resolve) => {
+        settle = () => {
+          interaction.deferred = true;
+          resolve();
+        };
+      });
+    },
+    reply: async ({ content }: { content: string }) => {
+      calls.push(`reply: ${content}`);
+      interaction.replied = true;
+    },
+    editReply: async ({ content }: { content: string }) => {
+      calls.push(`edit: ${content}`);
+      interaction.replied = true;
+    },
+  };
+  return { interaction, calls, settle: () => settle(), as: interaction as unknown as RepliableInteraction };
+}
+
+describe('acknowledgeEphemeral', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('an answer ready before the deadline is the one reply: no deferral', async () => {
+    const i = fakeInteraction();
+    const reply = acknowledgeEphemeral(i.as, silentLogger);
+    await vi.advanceTimersByTimeAsync(DEFER_AFTER_MS - 1);
+    await reply('Speaking now.');
+    await vi.advanceTimersByTimeAsync(10 * DEFER_AFTER_MS);
+    expect(i.calls).toEqual(['reply: Speaking now.']);
+  });
+
+  it('no answer by the deadline: deferred then, and the answer edits the deferral', async () => {
+    const i = fakeInteraction();
+    const reply = acknowledgeEphemeral(i.as, silentLogger);
+    await vi.advanceTimersByTimeAsync(DEFER_AFTER_MS - 1);
+    expect(i.calls).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(i.calls).toEqual(['defer']);
+    i.settle();
+    await reply('Done.');
+    expect(i.calls).toEqual(['defer', 'edit: Done.']);
+  });
+
+  it('an answer while the deferral is on its way waits for it, then edits', async () => {
+    const i = fakeInteraction();
+    const reply = acknowledgeEphemeral(i.as, silentLogger);
+    await vi.advanceTimersByTimeAsync(DEFER_AFTER_MS);
+    const answered = reply('Done.');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(i.calls).toEqual(['defer']);
+    i.settle();
+    await answered;
+    expect(i.calls).toEqual(['defer', 'edit: Done.']);
+  });
+
+  it('a command that failed and was answered by the interaction handler is not deferred afterwards', async () => {
+    const i = fakeInteraction();
+    acknowledgeEphemeral(i.as, silentLogger);
+    await i.interaction.reply({ content: 'Something went wrong.' });
+    await vi.advanceTimersByTimeAsync(10 * DEFER_AFTER_MS);
+    expect(i.calls).toEqual(['reply: Something went wrong.']);
   });
 });

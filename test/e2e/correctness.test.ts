@@ -234,6 +234,14 @@ describe('bounded queues', () => {
 });
 
 describe('Discord’s three-second deadline', () => {
+  it('/speak answered at once is one reply, not a deferral and an edit', async () => {
+    const w = await open();
+    const speak = await w.discord.slash(w.member, 'speak', { text: 'Quick.' });
+    expect(speak.content).toMatch(/Speaking now/);
+    expect(speak.deferred).toBe(false);
+    await w.discord.slash(w.member, 'stop');
+  });
+
   it('/speak and /voice-set answer (deferred) while the voice list takes 10 s to load', async () => {
     const w = await open();
     w.tts.inject({ kind: 'delay-headers', ms: 10_000 }, { route: 'speakers', times: 2 });
