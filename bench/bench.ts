@@ -102,6 +102,11 @@ export interface ConcurrencyStep {
   readonly rssPerStreamKb: number;
   /** /speak interactions Herald did not acknowledge within Discord's 3 s. */
   readonly unanswered: number;
+  /**
+   * When each member read Herald's answer ("Speaking now…"), in ms after the members asked: the reply itself, or
+   * the edit of a deferral. Over the answered /speak.
+   */
+  readonly answerMs: { readonly p50: number; readonly p90: number; readonly max: number };
   /** How late packets arrived after their slot (ms; negative: ahead of it), over every packet of the step. */
   readonly lateness: {
     readonly p50: number;
@@ -475,6 +480,7 @@ async function speakAll(
   const worldBefore = process.cpuUsage();
   let rssMb = 0;
   let unanswered = 0;
+  const answeredAt: number[] = [];
   const stepStart = performance.now();
   const cpuAt: number[] = [cpuBefore];
   const sampler = setInterval(() => {
@@ -485,7 +491,10 @@ async function speakAll(
     const answers = await Promise.all(
       servers.map((server) =>
         discord.slash(server.member, 'speak', { text }).then(
-          () => true,
+          () => {
+            answeredAt.push(performance.now() - stepStart);
+            return true;
+          },
           () => false,
         ),
       ),
@@ -551,6 +560,7 @@ async function speakAll(
     rssMb: round(rssMb, 1),
     rssPerStreamKb: round(((rssMb - idleRssMb) * 1024) / servers.length, 1),
     unanswered,
+    answerMs: (({ p50, p90, max }) => ({ p50, p90, max }))(percentiles(answeredAt)),
     lateness: percentiles(offsets),
     serversLate,
     silentServers,
