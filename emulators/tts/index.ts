@@ -59,6 +59,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
     msPerChar: options.msPerChar ?? 40,
     maxAudioMs: options.maxAudioMs ?? 20_000,
     speed: options.speed ?? 4,
+    writeEveryMs: options.writeEveryMs ?? 0,
     chargedLatencyMs: options.chargedLatencyMs ?? 0,
     audio: { frameMs: 20, continuedPackets: false, channels: 1, ...options.audio },
     speakers: [...(options.speakers ?? DEFAULT_SPEAKERS)],
@@ -191,15 +192,13 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       head(200, { 'Content-Type': contentType?.contentType ?? 'application/json' });
       res.flushHeaders();
       const body = [{ atMs: 0, data: Buffer.from(payload, 'utf8') }];
-      await streamChunks(
-        res,
-        body,
-        Number.POSITIVE_INFINITY,
-        find('stall'),
-        find('reset'),
+      await streamChunks(res, body, {
+        speed: Number.POSITIVE_INFINITY,
+        stall: find('stall'),
+        reset: find('reset'),
+        truncate: find('truncate'),
         signal,
-        find('truncate'),
-      );
+      });
       return;
     }
 
@@ -230,7 +229,14 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       'X-Balance-USD': String(fromMicros(balanceMicros)),
     });
     res.flushHeaders();
-    await streamChunks(res, chunks, settings.speed, find('stall'), find('reset'), signal, find('truncate'));
+    await streamChunks(res, chunks, {
+      speed: settings.speed,
+      writeEveryMs: settings.writeEveryMs,
+      stall: find('stall'),
+      reset: find('reset'),
+      truncate: find('truncate'),
+      signal,
+    });
   };
 
   const server = createServer((req, res) => {
@@ -283,6 +289,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       if (o.pricePerCharUsd !== undefined) settings.pricePerCharUsd = o.pricePerCharUsd;
       if (o.msPerChar !== undefined) settings.msPerChar = o.msPerChar;
       if (o.speed !== undefined) settings.speed = o.speed;
+      if (o.writeEveryMs !== undefined) settings.writeEveryMs = o.writeEveryMs;
       if (o.chargedLatencyMs !== undefined) settings.chargedLatencyMs = o.chargedLatencyMs;
       if (o.audio !== undefined) settings.audio = { ...settings.audio, ...o.audio };
       if (o.speakers !== undefined) settings.speakers = [...o.speakers];

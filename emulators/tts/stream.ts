@@ -32,24 +32,48 @@ function write(res: ServerResponse, data: Buffer, signal: AbortSignal): Promise<
   });
 }
 
-/** Writes `chunks` as they fall due at `speed` (Infinity: at once), applying the faults, then ends the response. */
+/** How {@link streamChunks} writes a body. */
+export interface StreamOptions {
+  /** Realtime factor the chunks fall due at; Infinity: all at once. */
+  readonly speed: number;
+  /**
+   * At most one write per this many ms: what fell due in between goes out in one write, never early. 0: each chunk
+   * on its own as it falls due.
+   */
+  readonly writeEveryMs?: number;
+  readonly stall?: Extract<Fault, { kind: 'stall' }> | undefined;
+  readonly reset?: Extract<Fault, { kind: 'reset' }> | undefined;
+  readonly truncate?: Extract<Fault, { kind: 'truncate' }> | undefined;
+  readonly signal: AbortSignal;
+}
+
+/** Writes `chunks` as they fall due, applying the faults, then ends the response. */
 export async function streamChunks(
   res: ServerResponse,
   chunks: TimedChunk[],
-  speed: number,
-  stall: Extract<Fault, { kind: 'stall' }> | undefined,
-  reset: Extract<Fault, { kind: 'reset' }> | undefined,
-  signal: AbortSignal,
-  truncate?: Extract<Fault, { kind: 'truncate' }>,
+  o: StreamOptions,
 ): Promise<void> {
+  const { speed, stall, reset, truncate, signal } = o;
+  const writeEveryMs = o.writeEveryMs ?? 0;
+  const paced = Number.isFinite(speed) && speed > 0;
   let start = Date.now();
+  const dueOf = (chunk: TimedChunk): number => (paced ? start + chunk.atMs / speed : 0);
   let sent = 0;
   let stalled = false;
-  for (const chunk of chunks) {
-    const due = Number.isFinite(speed) && speed > 0 ? start + chunk.atMs / speed : 0;
-    if (due > Date.now()) await wait(due - Date.now(), signal);
+  let lastWrite = Number.NEGATIVE_INFINITY;
+  for (let next = 0; next < chunks.length; ) {
+    const first = chunks[next] as TimedChunk;
+    const wakeAt = Math.max(dueOf(first), lastWrite + writeEveryMs);
+    if (wakeAt > Date.now()) await wait(wakeAt - Date.now(), signal);
     if (signal.aborted) return;
-    let data = chunk.data;
+    // This chunk, and (when writes are spaced) every later one already due.
+    const now = Date.now();
+    let end = next + 1;
+    while (writeEveryMs > 0 && end < chunks.length && dueOf(chunks[end] as TimedChunk) <= now) end++;
+    let data =
+      end - next === 1 ? first.data : Buffer.concat(chunks.slice(next, end).map((chunk) => chunk.data));
+    next = end;
+    lastWrite = now;
     if (stall && !stalled && sent + data.length >= stall.afterBytes) {
       const head = data.subarray(0, Math.max(0, stall.afterBytes - sent));
       await write(res, head, signal);

@@ -21,6 +21,12 @@ export interface TtsEmulatorOptions {
   /** Realtime factor the audio is written at; default 4 (1 s of audio over 250 ms); Infinity = all at once. */
   speed?: number;
   /**
+   * At most one write of audio per this many ms, holding what fell due in between for it (never sending early);
+   * default 0, each Ogg page (one 20 ms packet) or WAV chunk written alone as it falls due. On loopback every write
+   * wakes the client for a few hundred bytes, where a real network's delivery comes in batches.
+   */
+  writeEveryMs?: number;
+  /**
    * Ms between charging a generation and its response headers leaving: the way back over a real network, when
    * the service has been paid and the client does not know it yet. Default 0.
    */
@@ -90,7 +96,14 @@ export interface TtsEmulator {
     options: Partial<
       Pick<
         TtsEmulatorOptions,
-        'form' | 'pricePerCharUsd' | 'msPerChar' | 'speed' | 'chargedLatencyMs' | 'audio' | 'speakers'
+        | 'form'
+        | 'pricePerCharUsd'
+        | 'msPerChar'
+        | 'speed'
+        | 'writeEveryMs'
+        | 'chargedLatencyMs'
+        | 'audio'
+        | 'speakers'
       >
     >,
   ): void;
@@ -109,6 +122,7 @@ export interface Settings {
   msPerChar: number;
   maxAudioMs: number;
   speed: number;
+  writeEveryMs: number;
   chargedLatencyMs: number;
   audio: AudioQuirks;
   speakers: EmulatedSpeaker[];
