@@ -58,6 +58,13 @@ export interface BenchOptions {
    * like any other thread, and the wait read as Herald's lateness; on Discord it is another machine.
    */
   readonly receiverNice?: number;
+  /**
+   * The emulated TTS service writes audio at most once per this many ms (default {@link TTS_WRITE_EVERY_MS}), what
+   * fell due in between together. 0: each Ogg page (one 20 ms packet) alone, as it falls due: on loopback, 200
+   * streams at 4× real time are 40,000 writes a second, each waking Herald for a few hundred bytes, which a real
+   * network delivers in batches; those writes were a third of the emulated world's CPU while streams started.
+   */
+  readonly ttsWriteEveryMs?: number;
   /** Where to write Herald's log (warnings and errors) when the run ends. */
   readonly heraldLogFile?: string;
   /** Concurrent streams for the peer baseline's ladder (default: 10, or fewer with fewer servers). */
@@ -220,6 +227,8 @@ const ROOT = join(import.meta.dirname, '..');
 export const HERALD_NICE = 0;
 /** See {@link BenchOptions.receiverNice}: ahead of every other thread here (setting it below 0 needs root). */
 export const RECEIVER_NICE = -10;
+/** See {@link BenchOptions.ttsWriteEveryMs}: at 4× real time, 80 ms of audio (4 pages) a write. */
+export const TTS_WRITE_EVERY_MS = 20;
 /** 40 ms of audio per character in the TTS emulator (its default). */
 const MS_PER_CHAR = 40;
 const LATE_MS = 40;
@@ -243,7 +252,12 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       ...(options.shards ? { maxConcurrency: 16 } : {}),
       receiverNice: options.receiverNice ?? RECEIVER_NICE,
     }),
-    startTtsEmulator({ speed: 4, maxAudioMs: 60_000, balanceUsd: 1_000_000 }),
+    startTtsEmulator({
+      speed: 4,
+      writeEveryMs: options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS,
+      maxAudioMs: 60_000,
+      balanceUsd: 1_000_000,
+    }),
   ]);
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
   // Servers 0..maxWarm-1 are used warm (P1–P5); the rest are the cold burst of P6.
@@ -324,7 +338,11 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         loadAverageAtEnd: loadavg().map((value) => round(value, 2)),
         receiverNice: discord.receiverNice,
       },
-      options: { ...options, progress: undefined } as unknown as BenchOptions,
+      options: {
+        ...options,
+        ttsWriteEveryMs: options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS,
+        progress: undefined,
+      } as unknown as BenchOptions,
       startedAt,
       p1TtsToFirstPacketMs: latency.ttsToPacket,
       p2SpeakToFirstPacketMs: { cold: latency.cold, warm: latency.warm },

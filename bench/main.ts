@@ -2,12 +2,20 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>T<time>-<commit>-<one-process or N-shards>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -10), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -10), `--tts-write-every=MS` how often at most the emulated TTS service writes (default 20; 0: every Ogg page alone), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BenchOptions, type BenchResult, FULL, HERALD_NICE, QUICK, runBench } from './bench.ts';
+import {
+  type BenchOptions,
+  type BenchResult,
+  FULL,
+  HERALD_NICE,
+  QUICK,
+  runBench,
+  TTS_WRITE_EVERY_MS,
+} from './bench.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -27,6 +35,7 @@ const options: BenchOptions = {
   ...(flag('shards') ? { shards: Number(flag('shards')) } : {}),
   ...(flag('nice') ? { heraldNice: Number(flag('nice')) } : {}),
   ...(flag('receiver-nice') ? { receiverNice: Number(flag('receiver-nice')) } : {}),
+  ...(flag('tts-write-every') ? { ttsWriteEveryMs: Number(flag('tts-write-every')) } : {}),
   ...(flag('herald-log') ? { heraldLogFile: flag('herald-log') ?? '' } : {}),
   heraldNodeFlags: [
     ...(args.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`] : []),
@@ -54,6 +63,10 @@ function formatTable(r: BenchResult): string {
     ['machine', `${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}, commit ${m.commit}`],
     ['load average', `${m.loadAverageAtStart.join(' ')} at start, ${m.loadAverageAtEnd.join(' ')} at end`],
     ['voice receiver thread', `nice ${m.receiverNice ?? 'as the bench process'}`],
+    [
+      'TTS service (emulated)',
+      `4× real time, a write at most every ${r.options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS} ms`,
+    ],
     [
       'Herald',
       r.options.shards
