@@ -41,7 +41,11 @@ describe('streamChunks', () => {
 
   it('writeEveryMs: 20 → the first chunk at once, then what fell due in each 20 ms in one write, never early', async () => {
     const r = recordingResponse();
-    const done = streamChunks(r.res, CHUNKS, { speed: 1, writeEveryMs: 20, signal: new AbortController().signal });
+    const done = streamChunks(r.res, CHUNKS, {
+      speed: 1,
+      writeEveryMs: 20,
+      signal: new AbortController().signal,
+    });
     await vi.runAllTimersAsync();
     await done;
     expect(r.writes).toEqual([
