@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type PostgresServer, startPostgres } from '../support/postgres.ts';
+import { until } from '../support/until.ts';
 import { createWorld, type World } from './harness.ts';
 
 // The operations endpoint through a PostgreSQL outage: Herald on both emulators and a PostgreSQL cluster of this
@@ -33,17 +34,6 @@ async function get(path: string): Promise<{ status: number; text: string }> {
   if (!ops) throw new Error('the ops endpoint is not running');
   const response = await fetch(`${ops.url}${path}`);
   return { status: response.status, text: await response.text() };
-}
-
-/** Polls `check` until it holds; a bounded wait for something asynchronous, not a timing assertion. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const result = await check();
-    if (result !== undefined) return result;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 const describePg = 'url' in cluster ? describe : describe.skip;

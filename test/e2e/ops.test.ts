@@ -4,6 +4,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Heard } from '../../emulators/discord/index.ts';
 import { DEFAULT_SPEAKERS, startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
+import { until } from '../support/until.ts';
 import { createWorld, type World } from './harness.ts';
 
 // The operations endpoint end to end: Herald on both emulators with METRICS_PORT set; /metrics scraped while it
@@ -84,17 +85,6 @@ function value(text: string, name: string, labels: Record<string, string> = {}):
       return Number(match[3]);
   }
   throw new Error(`no sample ${name}${JSON.stringify(labels)} in the scrape`);
-}
-
-/** Polls `check` until it holds; a bounded wait for something asynchronous, not a timing assertion. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const result = await check();
-    if (result !== undefined) return result;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 /** Runs of segments with the same pitch (within 6 %). */
