@@ -79,8 +79,9 @@ export async function respondEphemeral(
 }
 
 /**
- * How long a command may work before its interaction is deferred ("thinking…"). Discord forgets an interaction not
- * answered within three seconds of sending it; half of that leaves the rest for the gateway and the REST call.
+ * How long after its creation an interaction is deferred ("thinking…") if its command has not answered. Discord
+ * forgets an interaction not answered within three seconds of creating it; half of that leaves the rest for the
+ * REST call.
  */
 export const DEFER_AFTER_MS = 1_500;
 
@@ -98,6 +99,12 @@ export function acknowledgeEphemeral(
 ): (content: string, extra?: Omit<InteractionReplyOptions, 'content' | 'flags'>) => Promise<void> {
   let deferral: Promise<void> | undefined;
   let answering = false;
+  // Discord's three seconds run from the interaction's creation: one that waited in a busy process's socket has
+  // less left. Never later than `deferAfterMs` from now, whatever the clocks say.
+  const age = Date.now() - interaction.createdTimestamp;
+  const deferIn = Number.isFinite(age)
+    ? Math.min(deferAfterMs, Math.max(0, deferAfterMs - age))
+    : deferAfterMs;
   const timer = setTimeout(() => {
     // A command that threw before answering has been answered by the interaction handler instead.
     if (answering || interaction.deferred || interaction.replied) return;
@@ -105,7 +112,7 @@ export function acknowledgeEphemeral(
       () => {},
       (error: unknown) => logger.warn('could not acknowledge an interaction', { err: error }),
     );
-  }, deferAfterMs);
+  }, deferIn);
   return async (content, extra) => {
     answering = true;
     clearTimeout(timer);

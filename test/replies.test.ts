@@ -32,10 +32,11 @@ describe('describeFailure', () => {
 });
 
 /** The calls an interaction receives, in order; the deferral's REST call resolves when `settle` is called. */
-function fakeInteraction() {
+function fakeInteraction(createdTimestamp = Date.now()) {
   const calls: string[] = [];
   let settle = (): void => {};
   const interaction = {
+    createdTimestamp,
     deferred: false,
     replied: false,
     deferReply: () => {
@@ -94,6 +95,27 @@ describe('acknowledgeEphemeral', () => {
     i.settle();
     await answered;
     expect(i.calls).toEqual(['defer', 'edit: Done.']);
+  });
+
+  it('counts from the interaction’s creation: one that waited 1.2 s before it was handled is deferred 0.3 s later', async () => {
+    const i = fakeInteraction(Date.now() - 1_200);
+    acknowledgeEphemeral(i.as, silentLogger);
+    await vi.advanceTimersByTimeAsync(DEFER_AFTER_MS - 1_200 - 1);
+    expect(i.calls).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(i.calls).toEqual(['defer']);
+  });
+
+  it('an interaction already past the deadline is deferred at once; one stamped in the future, at the deadline', async () => {
+    const late = fakeInteraction(Date.now() - 5_000);
+    acknowledgeEphemeral(late.as, silentLogger);
+    const skewed = fakeInteraction(Date.now() + 60_000);
+    acknowledgeEphemeral(skewed.as, silentLogger);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(late.calls).toEqual(['defer']);
+    expect(skewed.calls).toEqual([]);
+    await vi.advanceTimersByTimeAsync(DEFER_AFTER_MS);
+    expect(skewed.calls).toEqual(['defer']);
   });
 
   it('a command that failed and was answered by the interaction handler is not deferred afterwards', async () => {
