@@ -728,7 +728,7 @@ function spread(values: readonly number[]): Spread {
   return { median: round(at(0.5), 1), p95: round(at(0.95), 1), n: values.length };
 }
 
-function commitOf(): string {
+export function commitOf(): string {
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
   } catch {

@@ -1,0 +1,138 @@
+/**
+ * What one voice frame costs to encrypt, layer by layer, on this machine: DAVE's end-to-end encryption through
+ * davey (`DAVESession.encryptOpus`, what @discordjs/voice calls for every frame once the group is ready), a member's
+ * DAVE decryption of it, and the transport's XChaCha20-Poly1305 through sodium-native (patch 004). A bot in voice
+ * runs the first and the last 50 times a second for every server it speaks in, so their sum is a floor under its
+ * CPU per stream-second that no change in Herald can lower.
+ *
+ * The group is real: the bot's session creates it from a signed external Add proposal (the emulated voice gateway's
+ * bytes, emulators/discord/dave-mls.ts), commits, and the member joins by the Welcome. Each figure is CPU time per
+ * call (user + system, GC included) over a long loop, the median of several rounds. Run: `npm run bench:dave-frame`;
+ * prints a table and writes bench/results/dave-frame-<date>-<commit>.json.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import Davey from '@snazzah/davey';
+import sodium from 'sodium-native';
+import { createExternalSender, externalProposal, vector } from '../emulators/discord/dave-mls.ts';
+import { commitOf } from './bench.ts';
+
+const SIZES = [40, 80, 120, 160, 320, 1_000] as const;
+const CALLS = Number(process.env.CALLS ?? 50_000);
+const ROUNDS = 5;
+const CHANNEL = '1300000000000000001';
+const BOT = '1100000000000000001';
+const MEMBER = '1200000000000000001';
+// davey's enums are ambient const enums, which this project's TypeScript settings cannot read: their values.
+const AUDIO = 0 as Davey.MediaType;
+const APPEND = 0 as Davey.ProposalsOperationType;
+
+/** A two-member DAVE group: the bot (which encrypts) and a member (which decrypts). */
+function group(): {
+  bot: InstanceType<typeof Davey.DAVESession>;
+  member: InstanceType<typeof Davey.DAVESession>;
+} {
+  const sender = createExternalSender();
+  const bot = new Davey.DAVESession(Davey.DAVE_PROTOCOL_VERSION, BOT, CHANNEL);
+  const member = new Davey.DAVESession(Davey.DAVE_PROTOCOL_VERSION, MEMBER, CHANNEL);
+  bot.setExternalSender(sender.package);
+  member.setExternalSender(sender.package);
+  const add = externalProposal(sender, CHANNEL, 0n, { add: member.getSerializedKeyPackage() });
+  const { commit, welcome } = bot.processProposals(APPEND, vector(add.message), [BOT, MEMBER]);
+  if (!commit || !welcome) throw new Error('the bot did not commit the Add proposal');
+  bot.processCommit(commit);
+  member.processWelcome(welcome);
+  if (!bot.ready || !member.ready) throw new Error('the DAVE group is not ready');
+  return { bot, member };
+}
+
+/**
+ * Median CPU µs per call of `work` over {@link ROUNDS} rounds of {@link CALLS} calls; `prepare` runs untimed before
+ * each round (a member decrypts each frame once: davey refuses a replayed nonce).
+ */
+function microsPerCall(work: (call: number) => unknown, prepare?: () => void): number {
+  const rounds: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    prepare?.();
+    const before = process.cpuUsage();
+    for (let i = 0; i < CALLS; i++) work(i);
+    const spent = process.cpuUsage(before);
+    rounds.push((spent.user + spent.system) / CALLS);
+  }
+  rounds.sort((a, b) => a - b);
+  return Math.round((rounds[Math.floor(ROUNDS / 2)] ?? Number.NaN) * 100) / 100;
+}
+
+interface SizeResult {
+  readonly bytes: number;
+  /** `DAVESession.encryptOpus`, as the bot calls it for every frame. */
+  readonly daveEncryptUs: number;
+  /** `DAVESession.decrypt`, as each member's client does for every frame it hears. */
+  readonly daveDecryptUs: number;
+  /** The transport layer over the DAVE frame: XChaCha20-Poly1305 with a 12-byte RTP header as additional data. */
+  readonly transportEncryptUs: number;
+}
+
+const { bot, member } = group();
+const key = Buffer.alloc(32, 7);
+const nonce = Buffer.alloc(24);
+const header = Buffer.alloc(12, 1);
+const results: SizeResult[] = SIZES.map((bytes) => {
+  // An Opus-looking frame (TOC byte of a 20 ms CELT frame), never the silence frame davey passes through.
+  const frame = Buffer.alloc(bytes, 0x5a);
+  frame[0] = 0x78;
+  const sealed = bot.encryptOpus(frame);
+  const opened = member.decrypt(BOT, AUDIO, sealed);
+  if (!opened.equals(frame)) throw new Error(`a ${bytes}-byte frame did not survive DAVE`);
+  const daveEncryptUs = microsPerCall(() => bot.encryptOpus(frame));
+  let heard: Buffer[] = [];
+  const daveDecryptUs = microsPerCall(
+    (call) => member.decrypt(BOT, AUDIO, heard[call] as Buffer),
+    () => {
+      heard = Array.from({ length: CALLS }, () => bot.encryptOpus(frame));
+    },
+  );
+  const transportEncryptUs = microsPerCall(() => {
+    const out = Buffer.allocUnsafe(sealed.length + sodium.crypto_aead_xchacha20poly1305_ietf_ABYTES);
+    sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(out, sealed, header, null, nonce, key);
+    return out;
+  });
+  return { bytes, daveEncryptUs, daveDecryptUs, transportEncryptUs };
+});
+
+const commit = commitOf();
+const startedAt = new Date().toISOString();
+console.log(`${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}, Node ${process.version}, commit ${commit}`);
+console.log(`CPU µs per frame (median of ${ROUNDS} rounds of ${CALLS.toLocaleString('en')} calls)`);
+console.log('bytes    DAVE encrypt   DAVE decrypt   transport encrypt   bot per stream-second');
+for (const r of results) {
+  // 50 frames a second: DAVE and the transport, each frame, for one stream.
+  const perStreamSecondMs = ((r.daveEncryptUs + r.transportEncryptUs) * 50) / 1000;
+  console.log(
+    `${String(r.bytes).padEnd(9)}${`${r.daveEncryptUs} µs`.padEnd(15)}${`${r.daveDecryptUs} µs`.padEnd(15)}${`${r.transportEncryptUs} µs`.padEnd(20)}${perStreamSecondMs.toFixed(3)} ms`,
+  );
+}
+const resultsDir = join(import.meta.dirname, 'results');
+mkdirSync(resultsDir, { recursive: true });
+const file = join(resultsDir, `dave-frame-${startedAt.slice(0, 10)}-${commit}.json`);
+writeFileSync(
+  file,
+  `${JSON.stringify(
+    {
+      machine: {
+        cpus: cpus().length,
+        cpuModel: cpus()[0]?.model ?? 'unknown',
+        node: process.version,
+        commit,
+      },
+      startedAt,
+      calls: CALLS,
+      rounds: ROUNDS,
+      results,
+    },
+    null,
+    2,
+  )}\n`,
+);
+console.log(`written to ${file}`);
