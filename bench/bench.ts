@@ -66,6 +66,12 @@ export interface BenchOptions {
    * batches; those writes were a third of the emulated world's CPU while streams started.
    */
   readonly ttsWriteEveryMs?: number;
+  /**
+   * Whether the emulated Discord offers DAVE (default true: Discord requires end-to-end encryption in voice
+   * channels, so every figure is under it). False declines it, to show what DAVE costs: each frame is then only
+   * transport-encrypted.
+   */
+  readonly dave?: boolean;
   /** Where to write Herald's log (warnings and errors) when the run ends. */
   readonly heraldLogFile?: string;
   /** Concurrent streams for the peer baseline's ladder (default: 10, or fewer with fewer servers). */
@@ -250,6 +256,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const [discord, tts] = await Promise.all([
     // Sharded, every shard may identify at once (a large bot's max_concurrency), rather than one per 5.5 s.
     startDiscordEmulator({
+      dave: options.dave ?? true,
       ...(options.shards ? { maxConcurrency: 16 } : {}),
       receiverNice: options.receiverNice ?? RECEIVER_NICE,
     }),
@@ -304,7 +311,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     const steps: ConcurrencyStep[] = [];
     let inVoice = 1;
     for (const n of options.servers) {
-      await joinAll(discord, servers.slice(inVoice, n));
+      await joinAll(discord, servers.slice(inVoice, n), options.dave ?? true);
       inVoice = Math.max(inVoice, n);
       const step = await speakAll(discord, herald, servers.slice(0, n), options.audioSeconds, idleRssMb);
       steps.push(step);
@@ -444,7 +451,7 @@ async function measureGaps(discord: DiscordEmulator, tts: TtsEmulator, server: S
   }
 }
 
-async function joinAll(discord: DiscordEmulator, servers: readonly Server[]): Promise<void> {
+async function joinAll(discord: DiscordEmulator, servers: readonly Server[], dave: boolean): Promise<void> {
   // Joins are paced by Herald (Discord's gateway rate); the bench waits for every connection.
   // An unanswered /join (Herald busy past Discord's 3 s) may still join; a server that never connects is left out.
   await Promise.all(servers.map((server) => discord.slash(server.member, 'join').catch(() => undefined)));
@@ -460,6 +467,7 @@ async function joinAll(discord: DiscordEmulator, servers: readonly Server[]): Pr
   // time to execute, so the step measures streaming rather than handshakes finishing under the burst.
   const deadline = performance.now() + 120_000;
   while (
+    dave &&
     performance.now() < deadline &&
     servers.some((server) => discord.daveListener(server.guild, server.member)?.joinedGroupAt() === undefined)
   ) {

@@ -2,7 +2,7 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>T<time>-<commit>-<one-process or N-shards>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -10), `--tts-write-every=MS` how often at most the emulated TTS service writes in P4 and P6 (default 20; 0: every Ogg page alone, as in P1–P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -10), `--dave=off` has the emulated Discord decline DAVE (to show its cost; by default every figure is under it), `--tts-write-every=MS` how often at most the emulated TTS service writes in P4 and P6 (default 20; 0: every Ogg page alone, as in P1–P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -36,6 +36,7 @@ const options: BenchOptions = {
   ...(flag('nice') ? { heraldNice: Number(flag('nice')) } : {}),
   ...(flag('receiver-nice') ? { receiverNice: Number(flag('receiver-nice')) } : {}),
   ...(flag('tts-write-every') ? { ttsWriteEveryMs: Number(flag('tts-write-every')) } : {}),
+  ...(flag('dave') === 'off' ? { dave: false } : {}),
   ...(flag('herald-log') ? { heraldLogFile: flag('herald-log') ?? '' } : {}),
   heraldNodeFlags: [
     ...(args.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`] : []),
@@ -62,6 +63,12 @@ function formatTable(r: BenchResult): string {
   const rows: [string, string][] = [
     ['machine', `${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}, commit ${m.commit}`],
     ['load average', `${m.loadAverageAtStart.join(' ')} at start, ${m.loadAverageAtEnd.join(' ')} at end`],
+    [
+      'DAVE',
+      r.options.dave === false
+        ? 'declined by the emulated Discord (transport encryption only)'
+        : 'offered and used (end-to-end encrypted, as Discord requires)',
+    ],
     ['voice receiver thread', `nice ${m.receiverNice ?? 'as the bench process'}`],
     [
       'TTS service (emulated)',
