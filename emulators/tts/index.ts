@@ -27,7 +27,14 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type AudioQuirks, expectedDurationMs, OUTPUT_SAMPLE_RATE, oggChunks, wavChunks } from './audio.ts';
+import {
+  type AudioQuirks,
+  expectedDurationMs,
+  OUTPUT_SAMPLE_RATE,
+  oggChunks,
+  type TimedChunk,
+  wavChunks,
+} from './audio.ts';
 import { fromMicros, toMicros } from './money.ts';
 import { encodeTone } from './ogg.ts';
 import { ErrorReply, flattenHeaders, readBody, validateGenerate } from './request.ts';
@@ -68,12 +75,18 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
   const requests: RecordedRequest[] = [];
   const faults: ActiveFault[] = [];
   const inFlight = new Set<AbortController>();
-  const packetCache = new Map<string, Buffer[]>();
+  const renderings = new Map<string, TimedChunk[]>();
 
-  const tonePackets = (hz: number, durationMs: number, audio: AudioQuirks): Buffer[] => {
+  /**
+   * The Ogg Opus body of a tone, encoded and muxed once per tone, length and audio shape: tests repeat the same
+   * phrases, and the benchmark has hundreds of servers ask for the same text at once, where encoding and muxing each
+   * anew (about 2 ms a request) was CPU the emulated service took from Herald on a shared machine. Responses share
+   * the stream's serial number, which Ogg only asks to be unique within one physical stream (one response body).
+   */
+  const toneChunks = (hz: number, durationMs: number, audio: AudioQuirks): TimedChunk[] => {
     const bitrate = audio.continuedPackets ? SPLIT_BITRATE * audio.channels : undefined;
-    const key = `${hz}|${durationMs}|${audio.frameMs}|${audio.channels}|${bitrate ?? 'vbr'}`;
-    const cached = packetCache.get(key);
+    const key = `${hz}|${durationMs}|${audio.frameMs}|${audio.channels}|${audio.continuedPackets}|${bitrate ?? 'vbr'}`;
+    const cached = renderings.get(key);
     if (cached) return cached;
     const packets = encodeTone({
       hz,
@@ -82,10 +95,10 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       channels: audio.channels,
       ...(bitrate === undefined ? {} : { bitrate }),
     });
-    // Tests repeat the same phrases; encoding 20 s of Opus costs tens of ms of a shared core.
-    if (packetCache.size >= 64) packetCache.delete(packetCache.keys().next().value ?? '');
-    packetCache.set(key, packets);
-    return packets;
+    const chunks = oggChunks(packets, durationMs, audio);
+    if (renderings.size >= 64) renderings.delete(renderings.keys().next().value ?? '');
+    renderings.set(key, chunks);
+    return chunks;
   };
 
   /** Takes, for this request, the earliest queued fault of each kind that matches its route. */
@@ -220,7 +233,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
     const wav = settings.form === 'variant';
     const chunks = wav
       ? wavChunks(accepted.speaker.toneHz, durationMs, audio.channels)
-      : oggChunks(tonePackets(accepted.speaker.toneHz, durationMs, audio), durationMs, audio);
+      : toneChunks(accepted.speaker.toneHz, durationMs, audio);
     head(200, {
       'Content-Type': contentType?.contentType ?? (wav ? 'audio/wav' : 'audio/ogg; codecs=opus'),
       'X-Sample-Rate': String(OUTPUT_SAMPLE_RATE),
