@@ -83,9 +83,14 @@ export function validateGenerate(
   if (text.trim() === '') return invalid('text', 'text must not be empty');
   const codePoints = [...text].length;
   if (codePoints > MAX_TEXT_CODE_POINTS) {
-    return new ErrorReply(413, 'text_too_long', `text is ${codePoints} characters; the maximum is 30000`, {
-      max_characters: MAX_TEXT_CODE_POINTS,
-    });
+    return new ErrorReply(
+      413,
+      'text_too_long',
+      `text is ${codePoints} characters; the maximum is ${MAX_TEXT_CODE_POINTS}`,
+      {
+        max_characters: MAX_TEXT_CODE_POINTS,
+      },
+    );
   }
   const speakerId = fields.speaker_id;
   if (typeof speakerId !== 'string' || !UUID.test(speakerId)) {
