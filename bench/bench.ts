@@ -267,18 +267,15 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const startedAt = new Date().toISOString();
   const loadAverageAtStart = loadavg().map((value) => round(value, 2));
   const maxWarm = Math.max(...options.servers, 1);
+  const dave = options.dave ?? true;
   const [discord, tts] = await Promise.all([
     // Sharded, every shard may identify at once (a large bot's max_concurrency), rather than one per 5.5 s.
     startDiscordEmulator({
-      dave: options.dave ?? true,
+      dave,
       ...(options.shards ? { maxConcurrency: 16 } : {}),
       receiverNice: options.receiverNice ?? RECEIVER_NICE,
     }),
-    startTtsEmulator({
-      speed: 4,
-      maxAudioMs: 60_000,
-      balanceUsd: 1_000_000,
-    }),
+    startTtsEmulator({ speed: 4, maxAudioMs: 60_000, balanceUsd: 1_000_000 }),
   ]);
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
   // Servers 0..maxWarm-1 are used warm (P1–P5); the rest are the cold burst of P6.
@@ -325,7 +322,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     const steps: ConcurrencyStep[] = [];
     let inVoice = 1;
     for (const n of options.servers) {
-      await joinAll(discord, servers.slice(inVoice, n), options.dave ?? true);
+      await joinAll(discord, servers.slice(inVoice, n), dave);
       inVoice = Math.max(inVoice, n);
       const runs: ConcurrencyStep[] = [];
       for (let run = 0; run < Math.max(1, options.repeats ?? 1); run++) {
@@ -639,7 +636,6 @@ function udpReceiveBufferErrors(): number {
   }
 }
 
-/** Whether a P4 step held: ≤1 % late, ≤1 % lost, every server heard, every /speak answered in time. */
 /** The run with the median late share (the lower middle of an even count), with every run listed when several. */
 export function medianRun(runs: readonly ConcurrencyStep[]): ConcurrencyStep {
   const sorted = [...runs].sort((a, b) => a.lateShare - b.lateShare);
@@ -655,6 +651,7 @@ export function medianRun(runs: readonly ConcurrencyStep[]): ConcurrencyStep {
   };
 }
 
+/** Whether a P4 step held: ≤1 % late, ≤1 % lost, every server heard, every /speak answered in time. */
 function held(step: ConcurrencyStep): boolean {
   return (
     step.lateShare <= 0.01 &&

@@ -85,7 +85,8 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
    */
   const toneChunks = (hz: number, durationMs: number, audio: AudioQuirks): TimedChunk[] => {
     const bitrate = audio.continuedPackets ? SPLIT_BITRATE * audio.channels : undefined;
-    const key = `${hz}|${durationMs}|${audio.frameMs}|${audio.channels}|${audio.continuedPackets}|${bitrate ?? 'vbr'}`;
+    // The bitrate is set exactly when packets are split across pages, so it names that shape too.
+    const key = `${hz}|${durationMs}|${audio.frameMs}|${audio.channels}|${bitrate ?? 'vbr'}`;
     const cached = renderings.get(key);
     if (cached) return cached;
     const packets = encodeTone({

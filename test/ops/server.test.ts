@@ -72,6 +72,9 @@ const lounge: SessionView = {
   player: 'playing',
 };
 
+/** What every endpoint here shares: a free loopback port, no token, no log. */
+const LOOPBACK = { port: 0, host: '127.0.0.1', token: undefined, logger: silentLogger } as const;
+
 let server: OpsServer | undefined;
 let silent: SilentServer | undefined;
 let db: Database | undefined;
@@ -87,8 +90,7 @@ afterEach(async () => {
 
 async function start(token: string | undefined, s: OpsState = state()): Promise<OpsServer> {
   server = await startOpsServer({
-    port: 0,
-    host: '127.0.0.1',
+    ...LOOPBACK,
     token,
     registry: createOpsMetrics(s).registry,
     status: statusOf(s),
@@ -99,7 +101,6 @@ async function start(token: string | undefined, s: OpsState = state()): Promise<
       budget: () => active,
     },
     secrets: [SECRET_KEY, ...(token ? [token] : [])],
-    logger: silentLogger,
     now: () => NOW,
   });
   return server;
@@ -268,9 +269,7 @@ describe('startOpsServer', () => {
 
   it('serves the status page from a source that gathers it asynchronously (the sharding manager)', async () => {
     server = await startOpsServer({
-      port: 0,
-      host: '127.0.0.1',
-      token: undefined,
+      ...LOOPBACK,
       registry: createOpsMetrics(state()).registry,
       status: {
         budget: async () => active,
@@ -284,7 +283,6 @@ describe('startOpsServer', () => {
       },
       readiness: async () => ({ ready: false }),
       secrets: [SECRET_KEY],
-      logger: silentLogger,
       now: () => NOW,
     });
     const page = await fetch(`${server.url}/`);
@@ -298,9 +296,7 @@ describe('startOpsServer', () => {
 
   it('answers /readyz 503 with the failing check, and scrubs secrets from every answer', async () => {
     server = await startOpsServer({
-      port: 0,
-      host: '127.0.0.1',
-      token: undefined,
+      ...LOOPBACK,
       registry: createOpsMetrics(state()).registry,
       status: statusOf(
         state({
@@ -316,7 +312,6 @@ describe('startOpsServer', () => {
         budget: () => active,
       },
       secrets: [SECRET_KEY],
-      logger: silentLogger,
     });
     const ready = await fetch(`${server.url}/readyz`);
     expect(ready.status).toBe(503);
@@ -340,14 +335,11 @@ describe('startOpsServer while the database fails', () => {
       recentProblems: () => [{ at: NOW, level: 'error', message: 'could not reserve', detail: undefined }],
     });
     server = await startOpsServer({
-      port: 0,
-      host: '127.0.0.1',
-      token: undefined,
+      ...LOOPBACK,
       registry: createOpsMetrics(s).registry,
       status: statusOf(s),
       probes: { gatewayConnected: () => true, database: refused, tts: async () => [], budget: refused },
       secrets: [SECRET_KEY, PASSWORD],
-      logger: silentLogger,
       now: () => NOW,
     });
     const page = await fetch(`${server.url}/`);
@@ -363,9 +355,7 @@ describe('startOpsServer while the database fails', () => {
 
   it("serves the sharding manager's page (200): the database's failure said, every shard still listed", async () => {
     server = await startOpsServer({
-      port: 0,
-      host: '127.0.0.1',
-      token: undefined,
+      ...LOOPBACK,
       registry: createOpsMetrics(state()).registry,
       status: {
         budget: () => Promise.reject(new Error('Connection terminated unexpectedly')),
@@ -382,7 +372,6 @@ describe('startOpsServer while the database fails', () => {
       },
       readiness: async () => ({ ready: false }),
       secrets: [SECRET_KEY],
-      logger: silentLogger,
       now: () => NOW,
     });
     const page = await fetch(`${server.url}/`);
@@ -415,9 +404,7 @@ describe('startOpsServer while the database fails', () => {
     });
     const databaseTimeoutMs = 300;
     server = await startOpsServer({
-      port: 0,
-      host: '127.0.0.1',
-      token: undefined,
+      ...LOOPBACK,
       registry: createOpsMetrics(s, { databaseTimeoutMs }).registry,
       status: statusOf(s),
       probes: {
@@ -428,7 +415,6 @@ describe('startOpsServer while the database fails', () => {
       },
       databaseTimeoutMs,
       secrets: [SECRET_KEY, PASSWORD],
-      logger: silentLogger,
       now: () => NOW,
     });
     const url = server.url;
