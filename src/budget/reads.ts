@@ -3,6 +3,7 @@
  * nano-dollars), and the reads every budget decision is made on.
  */
 import type { Queryable } from '../storage/database.ts';
+import { fromNanos, toNanos } from './money.ts';
 import type {
   AccountState,
   BlockReason,
@@ -12,10 +13,10 @@ import type {
   StoredReservation,
 } from './records.ts';
 
-const NANOS = 1e9;
 export const PICOS = 1e12;
-export const toNanos = (usd: number | null): number | null => (usd === null ? null : Math.round(usd * NANOS));
-const fromNanos = (nanos: number | null): number | null => (nanos === null ? null : nanos / NANOS);
+/** A nullable column's money: null stays null (no balance reported, no cap set). */
+export const toNanosOrNull = (usd: number | null): number | null => (usd === null ? null : toNanos(usd));
+const fromNanosOrNull = (nanos: number | null): number | null => (nanos === null ? null : fromNanos(nanos));
 
 /** Unexpired reservations, summed: how many, their estimate, the server's part of it, the member's characters. */
 export interface OpenTotals {
@@ -109,7 +110,7 @@ export function reads(q: Queryable): BudgetReads {
       );
       if (!row) throw new Error('The budget_account row is missing; the budget tables are damaged.');
       return {
-        balanceUsd: fromNanos(row.balance_nanos),
+        balanceUsd: fromNanosOrNull(row.balance_nanos),
         balanceSeenAt: row.balance_seen_at,
         pricePerCharUsd: row.price_picos_per_char === null ? null : row.price_picos_per_char / PICOS,
         priceCharacters: row.price_characters,
@@ -148,14 +149,14 @@ export function reads(q: Queryable): BudgetReads {
       );
       const members = rows.map((row) => ({
         userId: row.user_id,
-        usd: Number(row.usd) / NANOS,
+        usd: fromNanos(Number(row.usd)),
         characters: Number(row.characters),
         generations: Number(row.generations),
       }));
       return {
         guildId,
         day,
-        usd: rows.reduce((sum, row) => sum + Number(row.usd), 0) / NANOS,
+        usd: fromNanos(rows.reduce((sum, row) => sum + Number(row.usd), 0)),
         characters: members.reduce((sum, member) => sum + member.characters, 0),
         generations: members.reduce((sum, member) => sum + member.generations, 0),
         members,
@@ -175,7 +176,7 @@ export function reads(q: Queryable): BudgetReads {
       );
       return {
         guildId,
-        dailyCapUsd: fromNanos(row?.daily_cap_nanos ?? null),
+        dailyCapUsd: fromNanosOrNull(row?.daily_cap_nanos ?? null),
         alertChannelId: row?.alert_channel_id ?? null,
       };
     },
@@ -184,7 +185,7 @@ export function reads(q: Queryable): BudgetReads {
         `SELECT COUNT(*) AS generations, SUM(estimated_cost_nanos) AS nanos FROM budget_ledger
          WHERE uncertain = 1`,
       );
-      return { generations: Number(row?.generations ?? 0), upToUsd: Number(row?.nanos ?? 0) / NANOS };
+      return { generations: Number(row?.generations ?? 0), upToUsd: fromNanos(Number(row?.nanos ?? 0)) };
     },
   };
 }
@@ -200,9 +201,9 @@ export function toLedgerEntry(row: LedgerRow): LedgerEntry {
     guildId: row.guild_id,
     userId: row.user_id,
     characters: row.characters,
-    costUsd: fromNanos(row.cost_nanos),
-    estimatedCostUsd: fromNanos(row.estimated_cost_nanos),
-    balanceAfterUsd: fromNanos(row.balance_after_nanos),
+    costUsd: fromNanosOrNull(row.cost_nanos),
+    estimatedCostUsd: fromNanosOrNull(row.estimated_cost_nanos),
+    balanceAfterUsd: fromNanosOrNull(row.balance_after_nanos),
     requestId: row.request_id,
     at: row.at,
     day: row.day,

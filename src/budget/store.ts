@@ -11,7 +11,7 @@ import {
   type ReservationRow,
   reads,
   toLedgerEntry,
-  toNanos,
+  toNanosOrNull,
   toReservation,
 } from './reads.ts';
 import {
@@ -76,7 +76,7 @@ const writeAccount = async (q: Queryable, state: AccountState): Promise<void> =>
     `UPDATE budget_account SET balance_nanos = $1, balance_seen_at = $2, price_picos_per_char = $3,
        price_characters = $4, blocked_since = $5, blocked_reason = $6, warned = $7 WHERE id = 1`,
     [
-      toNanos(state.balanceUsd),
+      toNanosOrNull(state.balanceUsd),
       state.balanceSeenAt,
       state.pricePerCharUsd === null ? null : Math.round(state.pricePerCharUsd * PICOS),
       state.priceCharacters,
@@ -165,9 +165,9 @@ export async function createBudgetStore(db: Database): Promise<BudgetStore> {
             entry.guildId,
             entry.userId,
             entry.characters,
-            toNanos(entry.costUsd),
-            toNanos(entry.estimatedCostUsd),
-            toNanos(entry.balanceAfterUsd),
+            toNanosOrNull(entry.costUsd),
+            toNanosOrNull(entry.estimatedCostUsd),
+            toNanosOrNull(entry.balanceAfterUsd),
             entry.requestId,
             entry.at,
             utcDay(entry.at),
@@ -210,7 +210,7 @@ export async function createBudgetStore(db: Database): Promise<BudgetStore> {
       await db.run(
         `INSERT INTO budget_guild (guild_id, daily_cap_nanos) VALUES ($1, $2)
          ON CONFLICT (guild_id) DO UPDATE SET daily_cap_nanos = excluded.daily_cap_nanos`,
-        [guildId, toNanos(usd)],
+        [guildId, toNanosOrNull(usd)],
       );
     },
     async setAlertChannel(guildId, channelId) {
