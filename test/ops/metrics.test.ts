@@ -2,20 +2,9 @@ import { AggregatorRegistry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BudgetStatus } from '../../src/budget/index.ts';
 import { createOpsMetrics, type OpsState } from '../../src/ops/index.ts';
+import { activeBudget } from '../support/budget-status.ts';
 
-const active: BudgetStatus = {
-  status: 'active',
-  balanceUsd: 9.5,
-  balanceSeenAt: 0,
-  floorUsd: 1,
-  warnUsd: 3,
-  pricePerCharUsd: 0.0001,
-  priceSource: 'learned',
-  memberCharsPerMinute: 5000,
-  inFlight: 2,
-  reservedUsd: 0.25,
-  uncertain: { generations: 0, upToUsd: 0 },
-};
+const active = activeBudget({ inFlight: 2, reservedUsd: 0.25 });
 
 const state = (overrides: Partial<OpsState> = {}): OpsState => ({
   budget: async () => active,

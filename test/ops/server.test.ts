@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BudgetStatus, LedgerEntry } from '../../src/budget/index.ts';
+import type { LedgerEntry } from '../../src/budget/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import {
   createOpsMetrics,
@@ -15,25 +15,14 @@ import {
   statusOf,
 } from '../../src/ops/index.ts';
 import { type Database, type DatabaseConfig, openDatabase } from '../../src/storage/index.ts';
+import { activeBudget } from '../support/budget-status.ts';
 import { type SilentServer, startSilentServer } from '../support/net.ts';
 
 const HOUR = 3_600_000;
 const NOW = Date.UTC(2026, 10, 23, 18, 30);
 const SECRET_KEY = 'ttsprov_live_supersecretkey0123';
 
-const active: BudgetStatus = {
-  status: 'active',
-  balanceUsd: 9.5,
-  balanceSeenAt: NOW - 1000,
-  floorUsd: 1,
-  warnUsd: 3,
-  pricePerCharUsd: 0.0001,
-  priceSource: 'learned',
-  memberCharsPerMinute: 5000,
-  inFlight: 0,
-  reservedUsd: 0,
-  uncertain: { generations: 0, upToUsd: 0 },
-};
+const active = activeBudget({ balanceSeenAt: NOW - 1000 });
 
 const entry = (at: number, characters: number, costUsd: number | null): LedgerEntry => ({
   id: at,
