@@ -1,10 +1,22 @@
 /**
- * The PostgreSQL pool's own bounds, which need no cluster: a server that accepts connections and never answers
- * (a listener on loopback that holds every socket) stands for a host that drops packets.
+ * The PostgreSQL pool's own bounds. Connecting needs no cluster: a server that accepts connections and never answers
+ * (a listener on loopback that holds every socket) stands for a host that drops packets. Statements need one: the
+ * test cluster behind a proxy that can drop its connections.
  */
-import { afterEach, expect, it, vi } from 'vitest';
-import { type Database, DEFAULT_CONNECT_TIMEOUT_MS, openDatabase } from '../../src/storage/index.ts';
-import { type SilentServer, startSilentServer } from '../support/net.ts';
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import {
+  type Database,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  type OpenDatabaseOptions,
+  openDatabase,
+} from '../../src/storage/index.ts';
+import {
+  type FreezableProxy,
+  type SilentServer,
+  startFreezableProxy,
+  startSilentServer,
+} from '../support/net.ts';
+import { createDatabase } from '../support/postgres.ts';
 
 /** A few turns of the event loop (setImmediate is not faked here). */
 const turns = async (): Promise<void> => {
@@ -63,3 +75,58 @@ it('takes a shorter connect timeout when asked (the doctor’s)', async () => {
   expect(settled).toBe(true);
   await expect(statement).rejects.toThrow(/connection timeout/);
 });
+
+const cluster = inject('postgres');
+
+const proxies: FreezableProxy[] = [];
+const opened: Database[] = [];
+afterEach(async () => {
+  vi.useRealTimers();
+  // The proxies first: their connections end, and the pools close without waiting on a silent host.
+  await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
+  await Promise.all(opened.splice(0).map((database) => database.close()));
+});
+
+/** The URL of a fresh database on the test cluster. */
+async function freshDatabase(): Promise<string> {
+  if (!('url' in cluster)) throw new Error(cluster.skipped);
+  return createDatabase(cluster.url);
+}
+
+/** A fresh database on the test cluster, reached through a proxy that can go silent. */
+async function proxied(
+  options: OpenDatabaseOptions = {},
+  poolSize = 1,
+): Promise<{ db: Database; proxy: FreezableProxy }> {
+  const url = await freshDatabase();
+  const direct = new URL(url);
+  const proxy = await startFreezableProxy({ host: direct.hostname, port: Number(direct.port) });
+  proxies.push(proxy);
+  const through = new URL(url);
+  through.port = String(proxy.port);
+  const db = openDatabase({ kind: 'postgres', url: through.toString(), poolSize }, options);
+  opened.push(db);
+  return { db, proxy };
+}
+
+const describePostgres = 'url' in cluster ? describe : describe.skip;
+
+describePostgres(
+  `the pool on a host that drops connections${'skipped' in cluster ? ` — skipped: ${cluster.skipped}` : ''}`,
+  () => {
+    it('fails a transaction whose connection drops, with no uncaught error', async () => {
+      const { db, proxy } = await proxied();
+      const failure = await db
+        .transaction(async (tx) => {
+          await tx.get('SELECT 1');
+          // Reset both ways, as a restarted server or a dropped NAT entry would.
+          await proxy.close();
+          return tx.get('SELECT 2');
+        })
+        .catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(Error);
+      // Where an unheard 'error' on the client would surface, as an uncaught exception.
+      await turns();
+    });
+  },
+);

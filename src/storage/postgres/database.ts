@@ -73,6 +73,10 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
 
   const withClient = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
+    // A checked-out client whose connection drops emits 'error' besides failing its statement, and pg-pool listens
+    // only while the client is idle: unheard, that would exit Herald. The failed statement carries the error.
+    const ignore = (): void => {};
+    client.on('error', ignore);
     let broken: Error | undefined;
     try {
       return await work(client);
@@ -80,6 +84,7 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
       broken = error instanceof Error ? error : new Error(String(error));
       throw error;
     } finally {
+      client.off('error', ignore);
       // A client whose transaction failed half-way may be in any state: destroy it rather than reuse it.
       client.release(broken);
     }
