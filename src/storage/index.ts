@@ -6,7 +6,11 @@ import type { Database } from './database.ts';
 
 export type { Database, Dialect, Migrations, Queryable, SqlValue } from './database.ts';
 export { type DatabaseConfig, type OpenDatabaseOptions, openDatabase } from './open.ts';
-export { DEFAULT_CONNECT_TIMEOUT_MS } from './postgres/database.ts';
+export {
+  DatabaseTimeoutError,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+} from './postgres/database.ts';
 
 /** A server's settings; reads of a server never configured return {@link defaultGuildSettings}. */
 export interface GuildSettings {

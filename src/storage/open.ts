@@ -11,6 +11,8 @@ export type DatabaseConfig =
 export interface OpenDatabaseOptions {
   /** PostgreSQL only: how long a statement may wait for a connection before it fails; default 10 s. */
   readonly connectTimeoutMs?: number;
+  /** PostgreSQL only: how long a statement may wait for its answer before it fails; default 10 s. */
+  readonly statementTimeoutMs?: number;
 }
 
 /** Opens the configured database: a SQLite file (or `:memory:`) or a PostgreSQL pool. */

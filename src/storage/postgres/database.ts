@@ -18,6 +18,12 @@ export interface PostgresOptions {
    * default {@link DEFAULT_CONNECT_TIMEOUT_MS}.
    */
   readonly connectTimeoutMs?: number;
+  /**
+   * How long a statement sent on a connection may wait for PostgreSQL's answer before it fails with a
+   * {@link DatabaseTimeoutError} and its connection is closed; default {@link DEFAULT_STATEMENT_TIMEOUT_MS}.
+   * Migrations are not bounded.
+   */
+  readonly statementTimeoutMs?: number;
 }
 
 /**
@@ -25,6 +31,36 @@ export interface PostgresOptions {
  * retries (minutes). Generous beside a healthy connect (milliseconds), and beside a busy pool's queue.
  */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * A host that goes silent after a statement was sent (a network partition, a frozen VM) would otherwise hold it,
+ * and the member waiting on it, for as long as the kernel retransmits (many minutes). Herald's statements answer in
+ * milliseconds; this is generous beside them and beside a short wait for the budget's row lock.
+ */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
+
+/** pg's message when a query's `query_timeout` passes unanswered (pg/lib/client.js); it carries no code. */
+const PG_READ_TIMEOUT = 'Query read timeout';
+
+/** A statement PostgreSQL did not answer in time; its connection was closed, and the next statement opens another. */
+export class DatabaseTimeoutError extends Error {
+  override readonly name: string = 'DatabaseTimeoutError';
+  /** Stable, for programs to switch on; `message` is for people. */
+  readonly code = 'DATABASE_TIMEOUT';
+  /** The bound that passed ({@link PostgresOptions.statementTimeoutMs}). */
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number, options?: ErrorOptions) {
+    super(
+      `PostgreSQL did not answer a statement within ${duration(timeoutMs)} (statement timeout): the database host ` +
+        'may be unreachable or stalled. Its connection was closed; the next statement opens a new one.',
+      options,
+    );
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+const duration = (ms: number): string => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`);
 
 // Every process running migrations takes this session-level advisory lock first, so two processes starting at
 // once apply each migration once: the second waits, then finds the versions already bumped. Any constant works
@@ -42,28 +78,55 @@ const types = {
   },
 };
 
-const over = (client: pg.Pool | pg.PoolClient): Queryable => ({
+/** A query's config with pg's client-side bound, which pg reads (lib/client.js) and @types/pg leaves out. */
+type TimedQuery = pg.QueryConfig<SqlValue[]> & { readonly query_timeout: number };
+
+/**
+ * Sends one statement, failing with a {@link DatabaseTimeoutError} when no answer comes within `timeoutMs`. pg's
+ * timeout leaves the statement as its connection's active one, so that connection must never be reused: a pool
+ * query is released with the error, and {@link withClient} releases with it, and pg-pool then destroys the
+ * connection (`client.end()` on a client with a statement in flight destroys its socket).
+ */
+async function bounded(
+  client: pg.Pool | pg.PoolClient,
+  timeoutMs: number,
+  text: string,
+  values: readonly SqlValue[] = [],
+): Promise<pg.QueryResult> {
+  const query: TimedQuery = { text, values: [...values], query_timeout: timeoutMs };
+  try {
+    return await client.query(query);
+  } catch (error) {
+    if (error instanceof Error && error.message === PG_READ_TIMEOUT) {
+      throw new DatabaseTimeoutError(timeoutMs, { cause: error });
+    }
+    throw error;
+  }
+}
+
+const over = (client: pg.Pool | pg.PoolClient, timeoutMs: number): Queryable => ({
   dialect: 'postgres',
   forUpdate: ' FOR UPDATE',
   async all<Row>(sql: string, params: readonly SqlValue[] = []) {
-    return (await client.query(sql, params as SqlValue[])).rows as Row[];
+    return (await bounded(client, timeoutMs, sql, params)).rows as Row[];
   },
   async get<Row>(sql: string, params: readonly SqlValue[] = []) {
-    return (await client.query(sql, params as SqlValue[])).rows[0] as Row | undefined;
+    return (await bounded(client, timeoutMs, sql, params)).rows[0] as Row | undefined;
   },
   async run(sql, params = []) {
-    return (await client.query(sql, params as SqlValue[])).rowCount ?? 0;
+    return (await bounded(client, timeoutMs, sql, params)).rowCount ?? 0;
   },
 });
 
 /** A {@link Database} on a PostgreSQL connection pool. Connects lazily, on the first statement. */
 export function openPostgresDatabase(options: PostgresOptions): Database {
+  const timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize,
     types,
-    // No query_timeout or statement_timeout: migrations wait on another process's advisory lock for as long as its
-    // migrations take. Reads that must answer quickly (the operations endpoint's) bound themselves.
+    // No pool-wide query_timeout or statement_timeout: migrations wait on another process's advisory lock for as
+    // long as its migrations take. Every other statement is sent by `bounded`, with statementTimeoutMs.
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
   });
   let closed = false;
@@ -85,29 +148,36 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
       throw error;
     } finally {
       client.off('error', ignore);
-      // A client whose transaction failed half-way may be in any state: destroy it rather than reuse it.
+      // A client whose transaction failed half-way (or whose statement timed out and is still in flight) may be in
+      // any state: destroy it rather than reuse it.
       client.release(broken);
     }
   };
 
   const transaction = <T>(work: (tx: Queryable) => Promise<T>): Promise<T> =>
     withClient(async (client) => {
-      await client.query('BEGIN');
+      await bounded(client, timeoutMs, 'BEGIN');
       try {
-        const result = await work(over(client));
-        await client.query('COMMIT');
+        const result = await work(over(client, timeoutMs));
+        await bounded(client, timeoutMs, 'COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        // A timed-out statement is still the connection's active one, and a ROLLBACK would only queue behind it.
+        // The connection is destroyed on release, and PostgreSQL rolls back a transaction whose connection is gone.
+        if (!(error instanceof DatabaseTimeoutError)) {
+          await bounded(client, timeoutMs, 'ROLLBACK').catch(() => {});
+        }
         throw error;
       }
     });
 
   return {
-    ...over(pool),
+    ...over(pool, timeoutMs),
     transaction,
     async migrate(component: string, migrations: Migrations) {
       const list = migrations.postgres;
+      // Not `bounded`: the advisory lock waits as long as another process's migrations take, and a migration may
+      // rewrite a large table.
       await withClient(async (client) => {
         await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
         try {
