@@ -39,6 +39,13 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
  */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
 
+/**
+ * Quiet before TCP keepalive probes start on a connection. An idle connection to a host that vanished without a FIN
+ * or a reset looks alive for ever; probes find it dead (libuv then probes every second, ten times). This is the one
+ * bound on a migration waiting for another process's advisory lock, which no timeout may cut short.
+ */
+const KEEPALIVE_IDLE_MS = 10_000;
+
 /** pg's message when a query's `query_timeout` passes unanswered (pg/lib/client.js); it carries no code. */
 const PG_READ_TIMEOUT = 'Query read timeout';
 
@@ -128,6 +135,8 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
     // No pool-wide query_timeout or statement_timeout: migrations wait on another process's advisory lock for as
     // long as its migrations take. Every other statement is sent by `bounded`, with statementTimeoutMs.
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
   });
   let closed = false;
   // An idle client losing its connection emits 'error' on the pool; without a listener that would exit Herald.
@@ -177,7 +186,7 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
     async migrate(component: string, migrations: Migrations) {
       const list = migrations.postgres;
       // Not `bounded`: the advisory lock waits as long as another process's migrations take, and a migration may
-      // rewrite a large table.
+      // rewrite a large table. TCP keepalive is what finds a host that vanished meanwhile.
       await withClient(async (client) => {
         await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
         try {
