@@ -245,6 +245,32 @@ describePostgres(
       }
     });
 
+    it('destroys a connection still being opened when the database closes', async () => {
+      const { db, proxy } = await proxied({ statementTimeoutMs: TIMEOUT_MS, connectTimeoutMs: 60_000 });
+      proxy.freeze();
+      const statement = db.get('SELECT 1');
+      statement.catch(() => {});
+      await until('the connection', async () => (proxy.accepted === 1 ? true : undefined));
+      await db.close();
+      await closedByPool(proxy);
+      await expect(statement).rejects.toThrow();
+    });
+
+    it('fails a migration still waiting on a silent host when it closes, with no uncaught error, and closes again', async () => {
+      const { db, proxy } = await proxied();
+      await db.get('SELECT 1');
+      proxy.freeze();
+      // Unbounded: it waits for the migration lock's answer until the close destroys its connection.
+      const migration = db.migrate('stuck', { sqlite: ['SELECT 1'], postgres: ['SELECT 1'] });
+      migration.catch(() => {});
+      // The pool hands its idle connection over on a later tick; a close before that would find it idle.
+      await turns();
+      await db.close();
+      await expect(migration).rejects.toThrow();
+      await closedByPool(proxy);
+      await db.close();
+    });
+
     it('bounds statements by the default timeout, unasked', async () => {
       const { db, proxy } = await proxied({});
       await db.get('SELECT 1');

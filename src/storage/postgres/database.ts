@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import pg from 'pg';
 import {
   type Database,
@@ -21,7 +22,7 @@ export interface PostgresOptions {
   /**
    * How long a statement sent on a connection may wait for PostgreSQL's answer before it fails with a
    * {@link DatabaseTimeoutError} and its connection is closed; default {@link DEFAULT_STATEMENT_TIMEOUT_MS}.
-   * Migrations are not bounded.
+   * Migrations are not bounded. {@link Database.close} waits for statements at most this long (2 s at most).
    */
   readonly statementTimeoutMs?: number;
 }
@@ -38,6 +39,12 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
  * milliseconds; this is generous beside them and beside a short wait for the budget's row lock.
  */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
+
+/**
+ * The most {@link Database.close} waits for statements in flight before it destroys every connection: a healthy
+ * database answers long before, and the entry point gives a whole stop only 10 s, of which draining audio takes 5.
+ */
+const CLOSE_WAIT_MS = 2_000;
 
 /**
  * Quiet before TCP keepalive probes start on a connection. An idle connection to a host that vanished without a FIN
@@ -128,6 +135,8 @@ const over = (client: pg.Pool | pg.PoolClient, timeoutMs: number): Queryable => 
 /** A {@link Database} on a PostgreSQL connection pool. Connects lazily, on the first statement. */
 export function openPostgresDatabase(options: PostgresOptions): Database {
   const timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  // Every socket the pool opens, connected or still connecting, so a close can destroy what a silent host holds.
+  const sockets = new Set<Socket>();
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize,
@@ -137,8 +146,15 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
+    // The socket pg would make itself (a plain one; TLS, when asked, is layered on it), remembered.
+    stream: () => {
+      const socket = new Socket();
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+      return socket;
+    },
   });
-  let closed = false;
+  let closing: Promise<void> | undefined;
   // An idle client losing its connection emits 'error' on the pool; without a listener that would exit Herald.
   // The next query gets a fresh connection, so there is nothing else to do.
   pool.on('error', () => {});
@@ -180,6 +196,25 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
       }
     });
 
+  /**
+   * Ends the pool, which waits for every connection still checked out (a statement in flight, a migration waiting
+   * for its lock) or still opening. A silent host would hold those for their whole bounds, or for ever, so past
+   * the wait every socket left is destroyed, which fails what was still in flight.
+   */
+  const end = async (): Promise<void> => {
+    const ended = pool.end();
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<'waited'>((resolve) => {
+      timer = setTimeout(() => resolve('waited'), Math.min(timeoutMs, CLOSE_WAIT_MS));
+    });
+    const first = await Promise.race([ended.then(() => 'ended' as const), waited]);
+    clearTimeout(timer);
+    if (first === 'waited') {
+      for (const socket of sockets) socket.destroy();
+      await ended;
+    }
+  };
+
   return {
     ...over(pool, timeoutMs),
     transaction,
@@ -219,10 +254,9 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
         }
       });
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      await pool.end();
+    close() {
+      closing ??= end();
+      return closing;
     },
   };
 }
