@@ -9,6 +9,7 @@ import { AudioFormatError } from './audio/errors.ts';
 import { formatUsd } from './budget/index.ts';
 import { UserFacingError } from './errors.ts';
 import type { Logger } from './log.ts';
+import { DatabaseTimeoutError } from './storage/index.ts';
 import { TtsError, type TtsInsufficientBalanceError, type TtsRateLimitedError } from './tts/index.ts';
 
 /** Replies never ping anyone. */
@@ -56,6 +57,11 @@ export function describeFailure(error: unknown, logger: Logger): string {
     return error.code === 'ERR_TRUNCATED'
       ? 'The speech service’s audio stopped short, so the rest of this message could not be played.'
       : 'The speech service sent audio I could not play.';
+  }
+  // A database host gone silent: nothing the member can fix, but nothing to hide behind an error id either.
+  if (error instanceof DatabaseTimeoutError) {
+    logger.error('the database did not answer in time', { err: error });
+    return 'Herald’s database is not answering right now, so this did not go through. Try again in a moment.';
   }
   const id = randomBytes(4).toString('hex');
   logger.error('unexpected error', { errorId: id, err: error });

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AudioFormatError } from '../src/audio/errors.ts';
 import { createLogger, silentLogger } from '../src/log.ts';
 import { acknowledgeEphemeral, DEFER_AFTER_MS, describeFailure } from '../src/replies.ts';
+import { DatabaseTimeoutError } from '../src/storage/index.ts';
 
 describe('describeFailure', () => {
   const logged: { level: string; msg: string }[] = [];
@@ -21,6 +22,14 @@ describe('describeFailure', () => {
       expect(logged.map((line) => line.level)).toEqual(['warn']);
     },
   );
+
+  it('a database that did not answer: a plain sentence, no error id, and the cause in the log', () => {
+    logged.length = 0;
+    const sentence = describeFailure(new DatabaseTimeoutError(10_000), logger);
+    expect(sentence).toMatch(/database is not answering/);
+    expect(sentence).not.toMatch(/error id|PostgreSQL|postgres:/);
+    expect(logged).toMatchObject([{ level: 'error', msg: 'the database did not answer in time' }]);
+  });
 
   it('anything unexpected: an error id the operator can find in the log', () => {
     logged.length = 0;

@@ -289,7 +289,7 @@ describePostgres(
       await expect(statement).rejects.toBeInstanceOf(DatabaseTimeoutError);
     });
 
-    it('fails a member’s speech closed: no reservation, no synthesis, an answer with an error id', async () => {
+    it('fails a member’s speech closed: no reservation, no synthesis, an answer that says the database is not answering', async () => {
       const { db, proxy } = await proxied();
       const { guard } = await makeGuard({
         target: { open: () => db },
@@ -310,9 +310,11 @@ describePostgres(
       // What the member reads, and the operator's log line that explains it.
       const logged: { message: string; fields: LogFields | undefined }[] = [];
       const answer = describeFailure(failure, recordingLogger(logged));
-      expect(answer).toMatch(/^Something went wrong on my side \(error id [0-9a-f]{8}\)\./);
+      expect(answer).toBe(
+        'Herald’s database is not answering right now, so this did not go through. Try again in a moment.',
+      );
       expect(logged).toEqual([
-        { message: 'unexpected error', fields: expect.objectContaining({ err: failure }) },
+        { message: 'the database did not answer in time', fields: expect.objectContaining({ err: failure }) },
       ]);
       proxy.thaw();
       expect(await guard.status()).toMatchObject({ inFlight: 0, reservedUsd: 0, balanceUsd: 5 });
