@@ -112,7 +112,7 @@ async function freshDatabase(): Promise<string> {
 async function proxied(
   options: OpenDatabaseOptions = { statementTimeoutMs: TIMEOUT_MS },
   poolSize = 1,
-): Promise<{ db: Database; proxy: FreezableProxy }> {
+): Promise<{ db: Database; proxy: FreezableProxy; url: string }> {
   const url = await freshDatabase();
   const direct = new URL(url);
   const proxy = await startFreezableProxy({ host: direct.hostname, port: Number(direct.port) });
@@ -122,7 +122,7 @@ async function proxied(
   through.password = PASSWORD;
   const db = openDatabase({ kind: 'postgres', url: through.toString(), poolSize }, options);
   opened.push(db);
-  return { db, proxy };
+  return { db, proxy, url };
 }
 
 /** Waits for the proxy to see `count` connections closed by the pool: a destroyed client, not one kept. */
@@ -199,6 +199,26 @@ describePostgres(
         await tx.run('INSERT INTO notes (id) VALUES (1)');
       });
       expect(await db.all('SELECT id FROM notes')).toEqual([{ id: 1 }]);
+    });
+
+    it('frees the locks of a transaction whose process went silent, for the next process, within its bound', async () => {
+      const { db, proxy, url } = await proxied();
+      await db.run('CREATE TABLE notes (id INTEGER PRIMARY KEY, said TEXT NOT NULL)');
+      await db.run(`INSERT INTO notes (id, said) VALUES (1, 'before')`);
+      // A second process, straight to the cluster, whose own bound is far longer than the first one's.
+      const other = openDatabase({ kind: 'postgres', url, poolSize: 1 }, { statementTimeoutMs: 5_000 });
+      opened.push(other);
+      const cutOff = db
+        .transaction(async (tx) => {
+          await tx.get('SELECT said FROM notes WHERE id = 1 FOR UPDATE');
+          proxy.freeze();
+          return tx.run(`UPDATE notes SET said = 'lost' WHERE id = 1`);
+        })
+        .catch((error: unknown) => error);
+      // The first process's row lock is held on the server until that session ends.
+      await other.run(`UPDATE notes SET said = 'after' WHERE id = 1`);
+      expect(await cutOff).toBeInstanceOf(DatabaseTimeoutError);
+      expect(await other.get('SELECT said FROM notes WHERE id = 1')).toEqual({ said: 'after' });
     });
 
     it('does not bound migrations: one waits on another’s advisory lock far longer than the statement timeout', async () => {

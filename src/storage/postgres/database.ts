@@ -22,7 +22,8 @@ export interface PostgresOptions {
   /**
    * How long a statement sent on a connection may wait for PostgreSQL's answer before it fails with a
    * {@link DatabaseTimeoutError} and its connection is closed; default {@link DEFAULT_STATEMENT_TIMEOUT_MS}.
-   * Migrations are not bounded. {@link Database.close} waits for statements at most this long (2 s at most).
+   * Migrations are not bounded. {@link Database.close} waits for statements at most this long (2 s at most). The
+   * server ends a session idle in a transaction for this long (`idle_in_transaction_session_timeout`).
    */
   readonly statementTimeoutMs?: number;
 }
@@ -146,6 +147,11 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
+    // The server's side of the same bound. A process cut off mid-transaction (partitioned, frozen, killed without a
+    // FIN) would otherwise hold the budget's row lock until the server's own keepalive notices (two hours by
+    // default), and every other process's reservation would time out meanwhile. Herald never waits between the
+    // statements of a transaction, so a session idle in one for this long is gone: the server ends it.
+    idle_in_transaction_session_timeout: timeoutMs,
     // The socket pg would make itself (a plain one; TLS, when asked, is layered on it), remembered.
     stream: () => {
       const socket = new Socket();
