@@ -7,7 +7,8 @@
  *
  * The group is real: the bot's session creates it from a signed external Add proposal (the emulated voice gateway's
  * bytes, emulators/discord/dave-mls.ts), commits, and the member joins by the Welcome. Each figure is CPU time per
- * call (user + system, GC included) over a long loop, the median of several rounds. Run: `npm run bench:dave-frame`;
+ * call (user + system, GC included) over a long loop, the median of several rounds; then the bot's encryption spread
+ * over 1–600 groups in turn, as in 600 servers at once. Run: `npm run bench:dave-frame`;
  * prints a table and writes bench/results/dave-frame-<date>-<commit>.json.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -101,6 +102,25 @@ const results: SizeResult[] = SIZES.map((bytes) => {
   return { bytes, daveEncryptUs, daveDecryptUs, transportEncryptUs };
 });
 
+/**
+ * The same encryption spread over many groups, a frame each in turn, as a bot speaking in that many servers calls it:
+ * whether the sessions' state falling out of the CPU's caches is what makes a frame dearer in place.
+ */
+const SESSION_COUNTS = [1, 30, 300, 600] as const;
+const SPREAD_BYTES = 120;
+const spread = SESSION_COUNTS.map((sessions) => {
+  const bots = Array.from({ length: sessions }, () => group().bot);
+  const frames = bots.map(() => {
+    const frame = Buffer.alloc(SPREAD_BYTES, 0x5a);
+    frame[0] = 0x78;
+    return frame;
+  });
+  const daveEncryptUs = microsPerCall((call) =>
+    bots[call % sessions]?.encryptOpus(frames[call % sessions] as Buffer),
+  );
+  return { sessions, bytes: SPREAD_BYTES, daveEncryptUs };
+});
+
 const commit = commitOf();
 const startedAt = new Date().toISOString();
 console.log(`${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}, Node ${process.version}, commit ${commit}`);
@@ -113,6 +133,8 @@ for (const r of results) {
     `${String(r.bytes).padEnd(9)}${`${r.daveEncryptUs} µs`.padEnd(15)}${`${r.daveDecryptUs} µs`.padEnd(15)}${`${r.transportEncryptUs} µs`.padEnd(20)}${perStreamSecondMs.toFixed(3)} ms`,
   );
 }
+console.log(`DAVE encrypt of a ${SPREAD_BYTES}-byte frame, one group after another`);
+for (const r of spread) console.log(`${String(r.sessions).padEnd(5)} groups  ${r.daveEncryptUs} µs`);
 const resultsDir = join(import.meta.dirname, 'results');
 mkdirSync(resultsDir, { recursive: true });
 const file = join(resultsDir, `dave-frame-${startedAt.slice(0, 10)}-${commit}.json`);
@@ -130,6 +152,7 @@ writeFileSync(
       calls: CALLS,
       rounds: ROUNDS,
       results,
+      spread,
     },
     null,
     2,
