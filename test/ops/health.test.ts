@@ -1,25 +1,14 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { checkReadiness, databaseProbe, type ReadinessProbes } from '../../src/ops/index.ts';
 import { type DatabaseConfig, openDatabase } from '../../src/storage/index.ts';
+import { activeBudget } from '../support/budget-status.ts';
 import { type SilentServer, startSilentServer } from '../support/net.ts';
 
 const probes = (overrides: Partial<ReadinessProbes> = {}): ReadinessProbes => ({
   gatewayConnected: () => true,
   database: () => {},
   tts: async () => [],
-  budget: () => ({
-    status: 'active',
-    balanceUsd: 9.5,
-    balanceSeenAt: 0,
-    floorUsd: 1,
-    warnUsd: undefined,
-    pricePerCharUsd: 0.0001,
-    priceSource: 'learned',
-    memberCharsPerMinute: 5000,
-    inFlight: 0,
-    reservedUsd: 0,
-    uncertain: { generations: 0, upToUsd: 0 },
-  }),
+  budget: () => activeBudget({ warnUsd: undefined }),
   ...overrides,
 });
 

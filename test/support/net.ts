@@ -1,14 +1,10 @@
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { connect, createServer } from 'node:net';
 
 /** A loopback port nothing listens on now: bound, then released (free for a server, closed for a client). */
 export async function freePort(): Promise<number> {
   const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server);
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
@@ -37,11 +33,7 @@ export async function startSilentServer(): Promise<SilentServer> {
     for (const waiter of waiters) if (total >= waiter.count) waiter.resolve();
     waiters = waiters.filter((waiter) => total < waiter.count);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server);
   return {
     port,
     accepted: (count = 1) =>
@@ -120,11 +112,7 @@ export async function startFreezableProxy(target: { host: string; port: number }
     upstream.on('end', () => hangUp(client));
     upstream.on('close', () => hangUp(client));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server);
   return {
     port,
     get accepted() {
@@ -146,4 +134,13 @@ export async function startFreezableProxy(target: { host: string; port: number }
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Listens on a free loopback port; resolves to it. */
+async function listenOnLoopback(server: Server): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  return (server.address() as AddressInfo).port;
 }
