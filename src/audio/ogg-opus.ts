@@ -161,6 +161,9 @@ export interface OggOpusPacketizerOptions {
 
 type Phase = 'head' | 'tags' | 'audio';
 
+/** What the packetizer accepts before its writer must wait: about one piece of a ReadAhead. */
+const WRITE_BUFFER_BYTES = 1024;
+
 /** A Transform: Ogg Opus bytes in (any chunking), Opus packets out (object mode), each exactly 20 ms, in order.
  * 20 ms single-frame packets pass byte-identical; multi-frame 20 ms packets are split without re-encoding;
  * other frame durations are decoded and re-encoded at 20 ms. Errors are {@link AudioFormatError}s. */
@@ -303,6 +306,11 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
 
   return new Transform({
     readableObjectMode: true,
+    // Bytes wait upstream (a ReadAhead, the socket), not in this stream's write buffer (64 KiB by default): once its
+    // input has ended, a Transform transforms everything that buffer holds at once, whatever its reader takes. With
+    // the default, a download faster than real time sat here whole, and when it ended, seconds of audio were
+    // demuxed in one call, at the same moment for every stream that had started together.
+    writableHighWaterMark: WRITE_BUFFER_BYTES,
     transform(chunk: Buffer | Uint8Array, _encoding, callback) {
       try {
         const bytes = Buffer.isBuffer(chunk)

@@ -6,13 +6,24 @@ export interface ReadAheadOptions {
   readonly limitBytes: number;
   /** Bytes are kept in blocks of this size (a chunk larger than a block gets a block of its own size). */
   readonly blockBytes?: number;
+  /** A read hands out at most this many bytes (default {@link PIECE_BYTES}). */
+  readonly pieceBytes?: number;
 }
 
 const BLOCK_BYTES = 16 * 1024;
 
 /**
+ * What one read hands out at most: a few Ogg pages of speech (80-200 bytes each). The Ogg reader demuxes a piece
+ * in one go and holds its packets until the player takes them, so a piece of everything held (up to a block, some
+ * seconds of speech) was seconds of demuxing in one call and hundreds of packet objects kept alive; streams that
+ * started together did it at the same moment, a burst every few seconds that delayed every stream playing in the
+ * process (P4 in `npm run bench`). A small piece keeps the demuxing at the pace of playback.
+ */
+export const PIECE_BYTES = 1024;
+
+/**
  * A read-ahead buffer for a byte stream: it reads `source` as fast as the source sends (up to `limitBytes` held),
- * and hands its reader everything held since the last read in one piece.
+ * and hands its reader what it holds in pieces of at most `pieceBytes`, each as one view.
  *
  * A PassThrough would do the same with one buffered object per chunk received. A TTS service streaming Ogg sends
  * one small page per chunk, faster than real time, so an utterance read ahead was hundreds of small objects that
@@ -24,6 +35,7 @@ export class ReadAhead extends Readable {
   readonly #source: Readable;
   readonly #limitBytes: number;
   readonly #blockBytes: number;
+  readonly #pieceBytes: number;
   /** Append-only blocks; reading starts at #readAt in the first, writing continues at #writeAt in the last. */
   readonly #blocks: Buffer[] = [];
   #readAt = 0;
@@ -39,6 +51,7 @@ export class ReadAhead extends Readable {
     this.#source = source;
     this.#limitBytes = options.limitBytes;
     this.#blockBytes = options.blockBytes ?? BLOCK_BYTES;
+    this.#pieceBytes = options.pieceBytes ?? PIECE_BYTES;
     source.on('data', this.#onData);
     source.once('end', this.#onEnd);
     source.once('error', this.#onError);
@@ -110,7 +123,7 @@ export class ReadAhead extends Readable {
     }
   }
 
-  /** The held bytes of the first block (all of them when it is also the last), as one view. */
+  /** The held bytes of the first block (all of them when it is also the last), up to a piece, as one view. */
   #take(): Buffer {
     // A first block read to its end (the reader emptied it just as it filled) holds nothing more.
     if (this.#blocks.length > 1 && this.#readAt === (this.#blocks[0] as Buffer).length) {
@@ -119,14 +132,15 @@ export class ReadAhead extends Readable {
     }
     const first = this.#blocks[0] as Buffer;
     const last = this.#blocks.length === 1;
-    const end = last ? this.#writeAt : first.length;
+    const filled = last ? this.#writeAt : first.length;
+    const end = Math.min(filled, this.#readAt + this.#pieceBytes);
     const piece = first.subarray(this.#readAt, end);
     this.#held -= piece.length;
-    if (last) {
-      this.#readAt = end;
-    } else {
+    if (!last && end === first.length) {
       this.#blocks.shift();
       this.#readAt = 0;
+    } else {
+      this.#readAt = end;
     }
     if (this.#source.isPaused() && this.#held < this.#limitBytes / 2 && !this.#sourceEnded)
       this.#source.resume();

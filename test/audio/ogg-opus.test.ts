@@ -1,9 +1,11 @@
 import { PassThrough } from 'node:stream';
+import { setImmediate as tick } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { analyse, decodeOpus } from '../../emulators/support/audio.ts';
 import { demuxWithPrism, readOggOpus } from '../../emulators/support/ogg.ts';
 import { encodeTone, oggCrc, writeOggOpus } from '../../emulators/tts/ogg.ts';
 import { createOggOpusPacketizer, parseOpusPacket } from '../../src/audio/ogg-opus.ts';
+import { ReadAhead } from '../../src/audio/read-ahead.ts';
 import { captureLogger, chunked, encodeFrames, randomChunks, runTransform } from './helpers.ts';
 
 const bytes = (...values: number[]): Buffer => Buffer.from(values);
@@ -116,6 +118,50 @@ describe('createOggOpusPacketizer: 20 ms passthrough', () => {
     packetizer.write(file.subarray(0, file.length / 2));
     expect((await first).length).toBeGreaterThan(0);
     packetizer.destroy();
+  });
+});
+
+describe('createOggOpusPacketizer: demuxes at the pace of its reader', () => {
+  // As Herald plays a download (src/voice/queue.ts): TTS body → ReadAhead → packetizer, read one packet per frame.
+  // Five seconds of a tone: about 39 KB, less than a Transform's default write buffer.
+  const packets = encodeTone({ hz: 440, durationMs: 5_000, frameMs: 20, channels: 1 });
+  const file = oggFile({ packets, channels: 1, frameSamples: 960 });
+
+  it('leaves a download that arrived whole, then ended, waiting upstream rather than demuxing it at once', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 8 * 1024 });
+    const packetizer = createOggOpusPacketizer();
+    ahead.pipe(packetizer);
+    // A service faster than real time: all five seconds arrive while the player has taken a few packets.
+    for (const chunk of chunked(file, 600)) source.write(chunk);
+    await tick();
+    const played: Buffer[] = [];
+    for (let i = 0; i < 5; i++) played.push(packetizer.read() as Buffer);
+    // The response ends. Node's Transform demuxes everything still in its write buffer once its input has ended:
+    // with a 64 KiB write buffer, that was the whole rest of the utterance in one call.
+    source.end();
+    for (let i = 0; i < 5; i++) await tick();
+    // The player takes its next packets, one a frame.
+    for (let i = 0; i < 10; i++) {
+      played.push(packetizer.read() as Buffer);
+      await tick();
+    }
+    expect(packetizer.readableLength).toBeLessThanOrEqual(32);
+
+    // Played to the end at the reader's pace, every packet still comes out, in order.
+    for (;;) {
+      const packet = packetizer.read() as Buffer | null;
+      if (packet) {
+        played.push(packet);
+        continue;
+      }
+      if (packetizer.readableEnded) break;
+      await Promise.race([
+        new Promise((resolve) => packetizer.once('readable', resolve)),
+        new Promise((resolve) => packetizer.once('end', resolve)),
+      ]);
+    }
+    expect(played).toEqual(packets);
   });
 });
 

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { ReadAhead } from '../../src/audio/read-ahead.ts';
+import { PIECE_BYTES, ReadAhead } from '../../src/audio/read-ahead.ts';
 import { randomChunks } from './helpers.ts';
 
 /** Reads whatever `stream` has ready right now, piece by piece, without waiting for more. */
@@ -18,7 +18,7 @@ function readReady(stream: ReadAhead): Buffer[] {
 describe('ReadAhead', () => {
   it('hands a reader that fell behind everything received since, in one piece per block', async () => {
     const source = new PassThrough();
-    const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 4096 });
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 4096, pieceBytes: 1 << 20 });
     const pages = Array.from({ length: 100 }, (_, i) => Buffer.alloc(30, i));
     for (const page of pages) source.write(page);
     await tick();
@@ -32,7 +32,7 @@ describe('ReadAhead', () => {
 
   it('coalesces for a piped reader that is busy, as the Ogg reader is while the player holds it back', async () => {
     const source = new PassThrough();
-    const ahead = new ReadAhead(source, { limitBytes: 1 << 20 });
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20, pieceBytes: 1 << 20 });
     const writes: number[] = [];
     let release: () => void = () => {};
     const busy = new Writable({
@@ -54,6 +54,20 @@ describe('ReadAhead', () => {
     await once(busy, 'finish');
     expect(writes.reduce((a, b) => a + b, 0)).toBe(3000);
     expect(writes.length).toBeLessThanOrEqual(3);
+  });
+
+  it('hands out at most a piece per read (a few Ogg pages by default), in order', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 4096 });
+    const pages = Array.from({ length: 100 }, (_, i) => Buffer.alloc(30, i));
+    for (const page of pages) source.write(page);
+    await tick();
+
+    const pieces = readReady(ahead);
+    expect(Math.max(...pieces.map((piece) => piece.length))).toBe(PIECE_BYTES);
+    expect(pieces).toHaveLength(Math.ceil(3000 / PIECE_BYTES));
+    expect(Buffer.concat(pieces).equals(Buffer.concat(pages))).toBe(true);
+    expect(ahead.held).toBe(0);
   });
 
   it('gives a waiting reader each chunk as it comes', async () => {
