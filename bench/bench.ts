@@ -302,8 +302,8 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         ...(options.heraldLogFile ? { logFile: options.heraldLogFile } : {}),
       },
     );
-    await discord.untilReady();
-    if (options.shards) await untilShardsReady(discord, options.shards);
+    await herald.untilReady(discord.untilReady());
+    if (options.shards) await herald.untilReady(untilShardsReady(discord, options.shards));
     await settle();
     const idleRssMb = herald.rssMb();
     log(`Herald up (idle RSS ${idleRssMb.toFixed(0)} MB, ${servers.length} servers known)`);

@@ -56,7 +56,7 @@ async function openWorld(dave: boolean, caPath: string, dir: string): Promise<Wo
     [],
     dir,
   );
-  await discord.untilReady();
+  await herald.untilReady(discord.untilReady());
   return { discord, tts, guild, text, member, herald };
 }
 

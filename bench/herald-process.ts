@@ -27,6 +27,12 @@ export interface HeraldProcess {
   running(): boolean;
   /** SIGTERM, then SIGKILL after 12 s. */
   stop(): Promise<void>;
+  /**
+   * Waits for `ready` (Herald seen ready from outside, e.g. its gateway session). @throws, with the tail of what
+   * Herald wrote, if its process exits first: a Herald that cannot start (a V8 flag Node refuses, a bad
+   * configuration) ends the run with its reason rather than leaving it waiting for a session that never comes.
+   */
+  untilReady<T>(ready: Promise<T>): Promise<T>;
 }
 
 /**
@@ -88,6 +94,20 @@ export function startHeraldProcess(
     },
     openFiles() {
       return readdirSync(`/proc/${pid}/fd`).length;
+    },
+    async untilReady(ready) {
+      let onExit = (): void => {};
+      const exited = new Promise<never>((_, reject) => {
+        onExit = () =>
+          reject(new Error(`Herald exited before it was ready; its last output:\n${output.slice(-2_000)}`));
+        if (running()) child.once('exit', onExit);
+        else onExit();
+      });
+      try {
+        return await Promise.race([ready, exited]);
+      } finally {
+        child.off('exit', onExit);
+      }
     },
     async stop() {
       if (!running()) return;

@@ -122,7 +122,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       [],
       dataDir,
     );
-    await discord.untilReady();
+    await herald.untilReady(discord.untilReady());
     await sleep(2_000);
     log(`Herald up; ${servers.length} servers; seed ${options.seed}`);
     for (const server of servers) {
