@@ -774,9 +774,10 @@ export function commitOf(): string {
   }
 }
 
-function round(value: number, digits: number): number {
+/** `value` to `digits` decimals; never -0 (JSON writes it as 0, so a result would not survive its own file). */
+export function round(value: number, digits: number): number {
   const factor = 10 ** digits;
-  return Math.round(value * factor) / factor;
+  return Math.round(value * factor) / factor + 0;
 }
 
 function sleep(ms: number): Promise<void> {
