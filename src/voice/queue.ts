@@ -114,7 +114,9 @@ export interface SpeechQueueOptions {
  * About a second of Opus speech (4-8 KiB/s). The rest of a download waits in the socket (the kernel's buffer, then
  * the service's), not in this process: reading a service that streams four times faster than real time as fast as
  * it sent made every utterance's download and demuxing happen in its first seconds, and 200 members asking at once
- * then held the event loop while their first packets went out (P4 in `npm run bench`).
+ * then held the event loop while their first packets went out (P4 in `npm run bench`). The limit holds for Ogg
+ * because the packetizer takes 1 KiB at a time (src/audio/ogg-opus.ts); WAV's converter still buffers up to
+ * Node's default 64 KiB (about 1.3 s of 24 kHz mono PCM) beyond it.
  */
 const READ_AHEAD_BYTES = 8 * 1024;
 
