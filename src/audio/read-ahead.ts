@@ -13,11 +13,11 @@ export interface ReadAheadOptions {
 const BLOCK_BYTES = 16 * 1024;
 
 /**
- * What one read hands out at most: a few Ogg pages of speech (80-200 bytes each). The Ogg reader demuxes a piece
- * in one go and holds its packets until the player takes them, so a piece of everything held (up to a block, some
- * seconds of speech) was seconds of demuxing in one call and hundreds of packet objects kept alive; streams that
- * started together did it at the same moment, a burst every few seconds that delayed every stream playing in the
- * process (P4 in `npm run bench`). A small piece keeps the demuxing at the pace of playback.
+ * What one read hands out at most: a few Ogg pages of speech (80-200 bytes each). The Ogg packetizer takes 1 KiB
+ * at a time, so a read-ahead in front of it fills to its limit; a piece of everything held (a second of speech
+ * and more) would be demuxed in one call, its packets kept alive until the player takes them. A small piece keeps
+ * the demuxing at the pace of playback (alone it did not remove P4's burst in `npm run bench`; the packetizer's
+ * write buffer did, see src/audio/ogg-opus.ts).
  */
 export const PIECE_BYTES = 1024;
 
