@@ -113,9 +113,17 @@ export async function createBudgetStore(db: Database): Promise<BudgetStore> {
       ...reads(tx),
       saveAccount: (state) => writeAccount(tx, state),
       async addReservation(input) {
-        const others = await tx.run('UPDATE budget_reservations SET overlapped = 1 WHERE expires_at > $1', [
-          input.createdAt,
-        ]);
+        // Rows already marked stay as they are: rewriting every reservation in flight for each new one made a burst
+        // of N reservations write N²/2 rows.
+        const marked = await tx.run(
+          'UPDATE budget_reservations SET overlapped = 1 WHERE expires_at > $1 AND overlapped = 0',
+          [input.createdAt],
+        );
+        const others =
+          marked > 0 ||
+          (await tx.get('SELECT 1 AS one FROM budget_reservations WHERE expires_at > $1 LIMIT 1', [
+            input.createdAt,
+          ])) !== undefined;
         const row = await tx.get<ReservationRow>(
           `INSERT INTO budget_reservations (kind, guild_id, user_id, characters, estimate_nanos, overlapped,
            created_at, expires_at, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
@@ -125,7 +133,7 @@ export async function createBudgetStore(db: Database): Promise<BudgetStore> {
             input.userId,
             input.characters,
             input.estimateNanos,
-            others > 0 ? 1 : 0,
+            others ? 1 : 0,
             input.createdAt,
             input.expiresAt,
             input.owner ?? null,

@@ -6,7 +6,7 @@ import {
   type LedgerInput,
   utcDay,
 } from '../../src/budget/index.ts';
-import { createSettingsStore, openDatabase } from '../../src/storage/index.ts';
+import { createSettingsStore, openDatabase, type Queryable } from '../../src/storage/index.ts';
 import { describeEachBackend } from '../support/databases.ts';
 
 const row = (over: Partial<LedgerInput>): LedgerInput => ({
@@ -170,6 +170,43 @@ describeEachBackend('budget store', (backend) => {
     expect(await store.locked((tx) => tx.takeReservation(a.id))).toBeUndefined();
     expect(await store.locked((tx) => tx.takeReservation(b.id))).toMatchObject({ id: b.id, characters: 10 });
     expect(await store.reservations(0)).toEqual([]);
+  });
+
+  it('marks each reservation overlapped once: a burst of them does not rewrite every row in flight again', async () => {
+    // Counts the rows the store's statements change, in and out of transactions.
+    const db = (await backend.fresh()).open();
+    let changed = 0;
+    const counting = (q: Queryable): Queryable => ({
+      dialect: q.dialect,
+      forUpdate: q.forUpdate,
+      all: (sql, params) => q.all(sql, params),
+      get: (sql, params) => q.get(sql, params),
+      run: async (sql, params) => {
+        const rows = await q.run(sql, params);
+        if (/SET overlapped/.test(sql)) changed += rows;
+        return rows;
+      },
+    });
+    const store = await createBudgetStore({
+      ...db,
+      ...counting(db),
+      transaction: (work) => db.transaction((tx) => work(counting(tx))),
+      migrate: (component, migrations) => db.migrate(component, migrations),
+      close: () => db.close(),
+    });
+    const base = { kind: 'speech' as const, guildId: 'g', userId: 'u', characters: 10, estimateNanos: 1_000 };
+    const burst = [];
+    for (let i = 0; i < 50; i++) {
+      burst.push(await store.locked((tx) => tx.addReservation({ ...base, createdAt: i, expiresAt: 1_000 })));
+    }
+    expect(burst.map((r) => r.overlapped)).toEqual([false, ...Array(49).fill(true)]);
+    expect((await store.reservations(100)).every((r) => r.overlapped)).toBe(true);
+    // The first is marked when the second arrives; every later one is written overlapped. Rewriting every row in
+    // flight for each new reservation changed 1 + 2 + … + 49 = 1,225 rows.
+    expect(changed).toBe(1);
+    // After the one in flight expires, a reservation alone is not overlapped.
+    const alone = await store.locked((tx) => tx.addReservation({ ...base, createdAt: 2_000, expiresAt: 3_000 }));
+    expect(alone.overlapped).toBe(false);
   });
 
   it('reconciles what a stopped process left as uncertain rows at their estimate; a late settlement replaces it', async () => {
