@@ -154,7 +154,9 @@ export class SpeechQueue {
   queuedCharacters(userId?: string): number {
     // Called for every server on each /speak (the budget counts every queue): no array is made for it.
     const counts = (utterance: Utterance | undefined): number =>
-      utterance && !utterance.synthesis && (userId === undefined || utterance.request.requestedBy.id === userId)
+      utterance &&
+      !utterance.synthesis &&
+      (userId === undefined || utterance.request.requestedBy.id === userId)
         ? utterance.characters
         : 0;
     let sum = counts(this.#current);

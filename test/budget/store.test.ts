@@ -205,7 +205,9 @@ describeEachBackend('budget store', (backend) => {
     // flight for each new reservation changed 1 + 2 + … + 49 = 1,225 rows.
     expect(changed).toBe(1);
     // After the one in flight expires, a reservation alone is not overlapped.
-    const alone = await store.locked((tx) => tx.addReservation({ ...base, createdAt: 2_000, expiresAt: 3_000 }));
+    const alone = await store.locked((tx) =>
+      tx.addReservation({ ...base, createdAt: 2_000, expiresAt: 3_000 }),
+    );
     expect(alone.overlapped).toBe(false);
   });
 
