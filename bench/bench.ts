@@ -23,6 +23,7 @@ import { DEFAULT_UTTERANCE_PAUSE_MS } from '../src/config.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { runBaseline } from './baseline.ts';
 import { type HeraldProcess, startHeraldProcess } from './herald-process.ts';
+import { referenceFrameUs } from './reference-frame.ts';
 
 /** What to run; {@link QUICK} and {@link FULL} are the two presets. */
 export interface BenchOptions {
@@ -186,6 +187,11 @@ export interface BenchResult {
     readonly loadAverageAtEnd: readonly number[];
     /** The voice packets' receiving thread's nice value as set, or why it could not be set. */
     readonly receiverNice: number | string | undefined;
+    /**
+     * CPU µs of one reference voice frame (DAVE and transport encryption, bench/reference-frame.ts) at the start
+     * and at the end of the run: how fast this host was then, to read figures from other hosts or hours against.
+     */
+    readonly referenceFrameUs: { readonly atStart: number; readonly atEnd: number };
   };
   readonly options: BenchOptions;
   readonly startedAt: string;
@@ -266,6 +272,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const log = options.progress ?? (() => {});
   const startedAt = new Date().toISOString();
   const loadAverageAtStart = loadavg().map((value) => round(value, 2));
+  const referenceAtStart = referenceFrameUs();
   const maxWarm = Math.max(...options.servers, 1);
   const dave = options.dave ?? true;
   const [discord, tts] = await Promise.all([
@@ -361,6 +368,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         loadAverageAtStart,
         loadAverageAtEnd: loadavg().map((value) => round(value, 2)),
         receiverNice: discord.receiverNice,
+        referenceFrameUs: { atStart: referenceAtStart, atEnd: referenceFrameUs() },
       },
       options: {
         ...options,

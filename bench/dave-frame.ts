@@ -14,39 +14,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import Davey from '@snazzah/davey';
+import type Davey from '@snazzah/davey';
 import sodium from 'sodium-native';
-import { createExternalSender, externalProposal, vector } from '../emulators/discord/dave-mls.ts';
 import { commitOf } from './bench.ts';
+import { BOT, daveGroup as group, opusLikeFrame } from './reference-frame.ts';
 
 const SIZES = [40, 80, 120, 160, 320, 1_000] as const;
 const CALLS = Number(process.env.CALLS ?? 50_000);
 const ROUNDS = 5;
-const CHANNEL = '1300000000000000001';
-const BOT = '1100000000000000001';
-const MEMBER = '1200000000000000001';
-// davey's enums are ambient const enums, which this project's TypeScript settings cannot read: their values.
+// davey's enums are ambient const enums, which this project's TypeScript settings cannot read: its value.
 const AUDIO = 0 as Davey.MediaType;
-const APPEND = 0 as Davey.ProposalsOperationType;
-
-/** A two-member DAVE group: the bot (which encrypts) and a member (which decrypts). */
-function group(): {
-  bot: InstanceType<typeof Davey.DAVESession>;
-  member: InstanceType<typeof Davey.DAVESession>;
-} {
-  const sender = createExternalSender();
-  const bot = new Davey.DAVESession(Davey.DAVE_PROTOCOL_VERSION, BOT, CHANNEL);
-  const member = new Davey.DAVESession(Davey.DAVE_PROTOCOL_VERSION, MEMBER, CHANNEL);
-  bot.setExternalSender(sender.package);
-  member.setExternalSender(sender.package);
-  const add = externalProposal(sender, CHANNEL, 0n, { add: member.getSerializedKeyPackage() });
-  const { commit, welcome } = bot.processProposals(APPEND, vector(add.message), [BOT, MEMBER]);
-  if (!commit || !welcome) throw new Error('the bot did not commit the Add proposal');
-  bot.processCommit(commit);
-  member.processWelcome(welcome);
-  if (!bot.ready || !member.ready) throw new Error('the DAVE group is not ready');
-  return { bot, member };
-}
 
 /**
  * Median CPU µs per call of `work` over {@link ROUNDS} rounds of {@link CALLS} calls; `prepare` runs untimed before
@@ -80,9 +57,7 @@ const key = Buffer.alloc(32, 7);
 const nonce = Buffer.alloc(24);
 const header = Buffer.alloc(12, 1);
 const results: SizeResult[] = SIZES.map((bytes) => {
-  // An Opus-looking frame (TOC byte of a 20 ms CELT frame), never the silence frame davey passes through.
-  const frame = Buffer.alloc(bytes, 0x5a);
-  frame[0] = 0x78;
+  const frame = opusLikeFrame(bytes);
   const sealed = bot.encryptOpus(frame);
   const opened = member.decrypt(BOT, AUDIO, sealed);
   if (!opened.equals(frame)) throw new Error(`a ${bytes}-byte frame did not survive DAVE`);
@@ -110,11 +85,7 @@ const SESSION_COUNTS = [1, 30, 300, 600] as const;
 const SPREAD_BYTES = 120;
 const spread = SESSION_COUNTS.map((sessions) => {
   const bots = Array.from({ length: sessions }, () => group().bot);
-  const frames = bots.map(() => {
-    const frame = Buffer.alloc(SPREAD_BYTES, 0x5a);
-    frame[0] = 0x78;
-    return frame;
-  });
+  const frames = bots.map(() => opusLikeFrame(SPREAD_BYTES));
   const daveEncryptUs = microsPerCall((call) =>
     bots[call % sessions]?.encryptOpus(frames[call % sessions] as Buffer),
   );

@@ -65,6 +65,10 @@ function formatTable(r: BenchResult): string {
     ['machine', `${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}, commit ${m.commit}`],
     ['load average', `${m.loadAverageAtStart.join(' ')} at start, ${m.loadAverageAtEnd.join(' ')} at end`],
     [
+      'host speed',
+      `${m.referenceFrameUs.atStart} µs at start, ${m.referenceFrameUs.atEnd} µs at end per reference voice frame (DAVE and transport encryption, one core; lower is faster)`,
+    ],
+    [
       'DAVE',
       r.options.dave === false
         ? 'declined by the emulated Discord (transport encryption only)'

@@ -13,6 +13,9 @@ describe('npm run bench (smoke, 20 servers)', () => {
     expect(result.machine.node).toBe(process.version);
     expect(result.machine.commit).toMatch(/^[0-9a-f]{4,}$|^unknown$/);
     expect(result.machine.loadAverageAtStart).toHaveLength(3);
+    // A frame's encryption takes this machine microseconds: neither zero (nothing timed) nor a second.
+    expect(result.machine.referenceFrameUs.atStart).toBeGreaterThan(0.1);
+    expect(result.machine.referenceFrameUs.atEnd).toBeLessThan(1_000);
     for (const spread of [
       result.p1TtsToFirstPacketMs,
       result.p2SpeakToFirstPacketMs.cold,
