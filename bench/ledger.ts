@@ -1,0 +1,139 @@
+/**
+ * What the budget's ledger costs the event loop when many members ask at once: N reservations made together through
+ * the real guard on a SQLite file (WAL, as Herald opens it), then their N settlements together, as a P4 step's
+ * `/speak` burst makes them. Prints CPU ms per reservation and per settlement (user + system, this process only)
+ * and the wall time of each burst, for N = 100 … 1,000, each the median of three rounds on a fresh database.
+ * One process: a shard's share of the burst; with several shards on one file the same work also holds the write
+ * lock the others wait for. Run: `npm run bench:ledger`; writes bench/results/ledger-<date>-<commit>.json.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createBudgetGuard, createBudgetStore } from '../src/budget/index.ts';
+import { silentLogger } from '../src/log.ts';
+import { openDatabase } from '../src/storage/index.ts';
+import { commitOf } from './bench.ts';
+
+const BURSTS = [100, 250, 500, 1_000] as const;
+const ROUNDS = 3;
+const CHARACTERS = 500;
+const PRICE_PER_CHAR_USD = 0.000_03;
+
+interface Round {
+  readonly reserveCpuMs: number;
+  readonly reserveWallMs: number;
+  readonly settleCpuMs: number;
+  readonly settleWallMs: number;
+}
+
+const cpuMs = (since: NodeJS.CpuUsage): number => {
+  const spent = process.cpuUsage(since);
+  return (spent.user + spent.system) / 1000;
+};
+
+/** One burst of `n` on a fresh database: every reservation at once, then every settlement at once. */
+async function burst(n: number): Promise<Round> {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-ledger-'));
+  const db = openDatabase({ kind: 'sqlite', path: join(dir, 'herald.sqlite') });
+  try {
+    const store = await createBudgetStore(db);
+    // A known balance and a learned price: the guard reserves concurrently (it learns one generation at a time).
+    await store.saveAccount({
+      ...(await store.account()),
+      balanceUsd: 1_000,
+      balanceSeenAt: Date.now(),
+      pricePerCharUsd: PRICE_PER_CHAR_USD,
+      priceCharacters: 10_000,
+    });
+    const guard = await createBudgetGuard({
+      store,
+      floorUsd: 1,
+      memberCharsPerMinute: 1_000_000,
+      logger: silentLogger,
+    });
+    let cpu = process.cpuUsage();
+    let wall = performance.now();
+    const outcomes = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        guard.reserve({ guildId: `guild-${i}`, userId: `member-${i}`, characters: CHARACTERS }),
+      ),
+    );
+    const reserveCpuMs = cpuMs(cpu);
+    const reserveWallMs = performance.now() - wall;
+    const reservations = outcomes.map((outcome) => {
+      if (outcome.kind !== 'reserved') throw new Error(`a reservation was refused: ${outcome.kind}`);
+      return outcome.reservation;
+    });
+    cpu = process.cpuUsage();
+    wall = performance.now();
+    let balanceUsd = 1_000;
+    await Promise.all(
+      reservations.map((reservation, i) => {
+        balanceUsd -= CHARACTERS * PRICE_PER_CHAR_USD;
+        return guard.settle(reservation, {
+          costUsd: CHARACTERS * PRICE_PER_CHAR_USD,
+          balanceUsd,
+          requestId: `request-${i}`,
+        });
+      }),
+    );
+    return { reserveCpuMs, reserveWallMs, settleCpuMs: cpuMs(cpu), settleWallMs: performance.now() - wall };
+  } finally {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return Math.round((sorted[Math.floor(sorted.length / 2)] ?? Number.NaN) * 1000) / 1000;
+};
+
+// A first burst warms the code paths (compilation) so that the first measured one is not dearer for it.
+await burst(100);
+const results = [];
+for (const n of BURSTS) {
+  const rounds: Round[] = [];
+  for (let round = 0; round < ROUNDS; round++) rounds.push(await burst(n));
+  results.push({
+    burst: n,
+    reserveCpuMsEach: median(rounds.map((r) => r.reserveCpuMs / n)),
+    settleCpuMsEach: median(rounds.map((r) => r.settleCpuMs / n)),
+    reserveWallMs: median(rounds.map((r) => r.reserveWallMs)),
+    settleWallMs: median(rounds.map((r) => r.settleWallMs)),
+  });
+}
+
+const commit = commitOf();
+const startedAt = new Date().toISOString();
+console.log(`${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}, Node ${process.version}, commit ${commit}`);
+console.log(`a burst of N reservations, then N settlements, on SQLite (median of ${ROUNDS} rounds)`);
+console.log('N        CPU per reservation   CPU per settlement   reservations took   settlements took');
+for (const r of results) {
+  console.log(
+    `${String(r.burst).padEnd(9)}${`${r.reserveCpuMsEach} ms`.padEnd(22)}${`${r.settleCpuMsEach} ms`.padEnd(21)}${`${r.reserveWallMs} ms`.padEnd(20)}${r.settleWallMs} ms`,
+  );
+}
+const resultsDir = join(import.meta.dirname, 'results');
+mkdirSync(resultsDir, { recursive: true });
+const file = join(resultsDir, `ledger-${startedAt.slice(0, 10)}-${commit}.json`);
+writeFileSync(
+  file,
+  `${JSON.stringify(
+    {
+      machine: {
+        cpus: cpus().length,
+        cpuModel: cpus()[0]?.model ?? 'unknown',
+        node: process.version,
+        commit,
+      },
+      startedAt,
+      rounds: ROUNDS,
+      characters: CHARACTERS,
+      results,
+    },
+    null,
+    2,
+  )}\n`,
+);
+console.log(`written to ${file}`);
