@@ -11,13 +11,10 @@
  * over 1–600 groups in turn, as in 600 servers at once. Run: `npm run bench:dave-frame`;
  * prints a table and writes bench/results/dave-frame-<date>-<commit>.json.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
-import { join } from 'node:path';
 import type Davey from '@snazzah/davey';
 import sodium from 'sodium-native';
-import { commitOf } from './bench.ts';
 import { BOT, daveGroup as group, opusLikeFrame } from './reference-frame.ts';
+import { machineOf, writeResult } from './result-file.ts';
 
 const SIZES = [40, 80, 120, 160, 320, 1_000] as const;
 const CALLS = Number(process.env.CALLS ?? 50_000);
@@ -92,9 +89,9 @@ const spread = SESSION_COUNTS.map((sessions) => {
   return { sessions, bytes: SPREAD_BYTES, daveEncryptUs };
 });
 
-const commit = commitOf();
+const machine = machineOf();
 const startedAt = new Date().toISOString();
-console.log(`${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}, Node ${process.version}, commit ${commit}`);
+console.log(`${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, commit ${machine.commit}`);
 console.log(`CPU µs per frame (median of ${ROUNDS} rounds of ${CALLS.toLocaleString('en')} calls)`);
 console.log('bytes    DAVE encrypt   DAVE decrypt   transport encrypt   bot per stream-second');
 for (const r of results) {
@@ -106,27 +103,10 @@ for (const r of results) {
 }
 console.log(`DAVE encrypt of a ${SPREAD_BYTES}-byte frame, one group after another`);
 for (const r of spread) console.log(`${String(r.sessions).padEnd(5)} groups  ${r.daveEncryptUs} µs`);
-const resultsDir = join(import.meta.dirname, 'results');
-mkdirSync(resultsDir, { recursive: true });
-const file = join(resultsDir, `dave-frame-${startedAt.slice(0, 10)}-${commit}.json`);
-writeFileSync(
-  file,
-  `${JSON.stringify(
-    {
-      machine: {
-        cpus: cpus().length,
-        cpuModel: cpus()[0]?.model ?? 'unknown',
-        node: process.version,
-        commit,
-      },
-      startedAt,
-      calls: CALLS,
-      rounds: ROUNDS,
-      results,
-      spread,
-    },
-    null,
-    2,
-  )}\n`,
-);
+const file = writeResult('dave-frame', startedAt, {
+  calls: CALLS,
+  rounds: ROUNDS,
+  results,
+  spread,
+});
 console.log(`written to ${file}`);

@@ -6,13 +6,13 @@
  * One process: a shard's share of the burst; with several shards on one file the same work also holds the write
  * lock the others wait for. Run: `npm run bench:ledger`; writes bench/results/ledger-<date>-<commit>.json.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBudgetGuard, createBudgetStore } from '../src/budget/index.ts';
 import { silentLogger } from '../src/log.ts';
 import { openDatabase } from '../src/storage/index.ts';
-import { commitOf } from './bench.ts';
+import { machineOf, writeResult } from './result-file.ts';
 
 const BURSTS = [100, 250, 500, 1_000] as const;
 const ROUNDS = 3;
@@ -104,9 +104,9 @@ for (const n of BURSTS) {
   });
 }
 
-const commit = commitOf();
+const machine = machineOf();
 const startedAt = new Date().toISOString();
-console.log(`${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}, Node ${process.version}, commit ${commit}`);
+console.log(`${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, commit ${machine.commit}`);
 console.log(`a burst of N reservations, then N settlements, on SQLite (median of ${ROUNDS} rounds)`);
 console.log('N        CPU per reservation   CPU per settlement   reservations took   settlements took');
 for (const r of results) {
@@ -114,26 +114,9 @@ for (const r of results) {
     `${String(r.burst).padEnd(9)}${`${r.reserveCpuMsEach} ms`.padEnd(22)}${`${r.settleCpuMsEach} ms`.padEnd(21)}${`${r.reserveWallMs} ms`.padEnd(20)}${r.settleWallMs} ms`,
   );
 }
-const resultsDir = join(import.meta.dirname, 'results');
-mkdirSync(resultsDir, { recursive: true });
-const file = join(resultsDir, `ledger-${startedAt.slice(0, 10)}-${commit}.json`);
-writeFileSync(
-  file,
-  `${JSON.stringify(
-    {
-      machine: {
-        cpus: cpus().length,
-        cpuModel: cpus()[0]?.model ?? 'unknown',
-        node: process.version,
-        commit,
-      },
-      startedAt,
-      rounds: ROUNDS,
-      characters: CHARACTERS,
-      results,
-    },
-    null,
-    2,
-  )}\n`,
-);
+const file = writeResult('ledger', startedAt, {
+  rounds: ROUNDS,
+  characters: CHARACTERS,
+  results,
+});
 console.log(`written to ${file}`);
