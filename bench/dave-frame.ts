@@ -13,6 +13,7 @@
  */
 import type Davey from '@snazzah/davey';
 import sodium from 'sodium-native';
+import { cpuMicrosPerCall } from './cpu-time.ts';
 import { BOT, daveGroup as group, opusLikeFrame } from './reference-frame.ts';
 import { machineOf, writeResult } from './result-file.ts';
 
@@ -22,22 +23,9 @@ const ROUNDS = 5;
 // davey's enums are ambient const enums, which this project's TypeScript settings cannot read: its value.
 const AUDIO = 0 as Davey.MediaType;
 
-/**
- * Median CPU µs per call of `work` over {@link ROUNDS} rounds of {@link CALLS} calls; `prepare` runs untimed before
- * each round (a member decrypts each frame once: davey refuses a replayed nonce).
- */
-function microsPerCall(work: (call: number) => unknown, prepare?: () => void): number {
-  const rounds: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    prepare?.();
-    const before = process.cpuUsage();
-    for (let i = 0; i < CALLS; i++) work(i);
-    const spent = process.cpuUsage(before);
-    rounds.push((spent.user + spent.system) / CALLS);
-  }
-  rounds.sort((a, b) => a - b);
-  return Math.round((rounds[Math.floor(ROUNDS / 2)] ?? Number.NaN) * 100) / 100;
-}
+/** {@link cpuMicrosPerCall} at this benchmark's {@link CALLS} and {@link ROUNDS}. */
+const microsPerCall = (work: (call: number) => unknown, prepare?: () => void): number =>
+  cpuMicrosPerCall(work, { calls: CALLS, rounds: ROUNDS, ...(prepare ? { prepare } : {}) });
 
 interface SizeResult {
   readonly bytes: number;
@@ -103,7 +91,7 @@ for (const r of results) {
 }
 console.log(`DAVE encrypt of a ${SPREAD_BYTES}-byte frame, one group after another`);
 for (const r of spread) console.log(`${String(r.sessions).padEnd(5)} groups  ${r.daveEncryptUs} µs`);
-const file = writeResult('dave-frame', startedAt, {
+const file = writeResult('dave-frame', startedAt, machine, {
   calls: CALLS,
   rounds: ROUNDS,
   results,

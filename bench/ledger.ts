@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createBudgetGuard, createBudgetStore } from '../src/budget/index.ts';
 import { silentLogger } from '../src/log.ts';
 import { openDatabase } from '../src/storage/index.ts';
+import { cpuMsSince, median } from './cpu-time.ts';
 import { machineOf, writeResult } from './result-file.ts';
 
 const BURSTS = [100, 250, 500, 1_000] as const;
@@ -25,11 +26,6 @@ interface Round {
   readonly settleCpuMs: number;
   readonly settleWallMs: number;
 }
-
-const cpuMs = (since: NodeJS.CpuUsage): number => {
-  const spent = process.cpuUsage(since);
-  return (spent.user + spent.system) / 1000;
-};
 
 /** One burst of `n` on a fresh database: every reservation at once, then every settlement at once. */
 async function burst(n: number): Promise<Round> {
@@ -58,7 +54,7 @@ async function burst(n: number): Promise<Round> {
         guard.reserve({ guildId: `guild-${i}`, userId: `member-${i}`, characters: CHARACTERS }),
       ),
     );
-    const reserveCpuMs = cpuMs(cpu);
+    const reserveCpuMs = cpuMsSince(cpu);
     const reserveWallMs = performance.now() - wall;
     const reservations = outcomes.map((outcome) => {
       if (outcome.kind !== 'reserved') throw new Error(`a reservation was refused: ${outcome.kind}`);
@@ -77,30 +73,32 @@ async function burst(n: number): Promise<Round> {
         });
       }),
     );
-    return { reserveCpuMs, reserveWallMs, settleCpuMs: cpuMs(cpu), settleWallMs: performance.now() - wall };
+    return {
+      reserveCpuMs,
+      reserveWallMs,
+      settleCpuMs: cpuMsSince(cpu),
+      settleWallMs: performance.now() - wall,
+    };
   } finally {
     await db.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round((sorted[Math.floor(sorted.length / 2)] ?? Number.NaN) * 1000) / 1000;
-};
-
 // A first burst warms the code paths (compilation) so that the first measured one is not dearer for it.
 await burst(100);
+// Figures to the microsecond.
+const ms = (values: number[]): number => median(values, 3);
 const results = [];
 for (const n of BURSTS) {
   const rounds: Round[] = [];
   for (let round = 0; round < ROUNDS; round++) rounds.push(await burst(n));
   results.push({
     burst: n,
-    reserveCpuMsEach: median(rounds.map((r) => r.reserveCpuMs / n)),
-    settleCpuMsEach: median(rounds.map((r) => r.settleCpuMs / n)),
-    reserveWallMs: median(rounds.map((r) => r.reserveWallMs)),
-    settleWallMs: median(rounds.map((r) => r.settleWallMs)),
+    reserveCpuMsEach: ms(rounds.map((r) => r.reserveCpuMs / n)),
+    settleCpuMsEach: ms(rounds.map((r) => r.settleCpuMs / n)),
+    reserveWallMs: ms(rounds.map((r) => r.reserveWallMs)),
+    settleWallMs: ms(rounds.map((r) => r.settleWallMs)),
   });
 }
 
@@ -114,7 +112,7 @@ for (const r of results) {
     `${String(r.burst).padEnd(9)}${`${r.reserveCpuMsEach} ms`.padEnd(22)}${`${r.settleCpuMsEach} ms`.padEnd(21)}${`${r.reserveWallMs} ms`.padEnd(20)}${r.settleWallMs} ms`,
   );
 }
-const file = writeResult('ledger', startedAt, {
+const file = writeResult('ledger', startedAt, machine, {
   rounds: ROUNDS,
   characters: CHARACTERS,
   results,

@@ -9,6 +9,7 @@
 import Davey from '@snazzah/davey';
 import sodium from 'sodium-native';
 import { createExternalSender, externalProposal, vector } from '../emulators/discord/dave-mls.ts';
+import { cpuMicrosPerCall } from './cpu-time.ts';
 
 const CHANNEL = '1300000000000000001';
 /** The bot's user id in {@link daveGroup}: a member decrypts its frames as from this sender. */
@@ -36,7 +37,7 @@ export function daveGroup(): {
   return { bot, member };
 }
 
-/** A 120-byte Opus-looking frame (TOC byte of a 20 ms CELT frame), never the silence frame davey passes through. */
+/** An Opus-looking frame of `bytes` (TOC byte of a 20 ms CELT frame), never the silence frame davey passes through. */
 export function opusLikeFrame(bytes = 120): Buffer {
   const frame = Buffer.alloc(bytes, 0x5a);
   frame[0] = 0x78;
@@ -44,28 +45,21 @@ export function opusLikeFrame(bytes = 120): Buffer {
 }
 
 /**
- * CPU µs (user + system, GC included) per reference frame: the median of `rounds` rounds of `calls` frames. About
- * 0.1 s of one core with the defaults.
+ * CPU µs (user + system, GC included) per reference frame: the median of `rounds` rounds of `calls` frames
+ * ({@link cpuMicrosPerCall}). About 0.1 s of one core with the defaults.
  */
 export function referenceFrameUs(o: { calls?: number; rounds?: number } = {}): number {
-  const calls = o.calls ?? 5_000;
-  const rounds = o.rounds ?? 5;
   const { bot } = daveGroup();
   const frame = opusLikeFrame();
   const key = Buffer.alloc(32, 7);
   const nonce = Buffer.alloc(24);
   const header = Buffer.alloc(12, 1);
-  const perRound: number[] = [];
-  for (let round = 0; round < rounds; round++) {
-    const before = process.cpuUsage();
-    for (let i = 0; i < calls; i++) {
+  return cpuMicrosPerCall(
+    () => {
       const sealed = bot.encryptOpus(frame);
       const out = Buffer.allocUnsafe(sealed.length + sodium.crypto_aead_xchacha20poly1305_ietf_ABYTES);
       sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(out, sealed, header, null, nonce, key);
-    }
-    const spent = process.cpuUsage(before);
-    perRound.push((spent.user + spent.system) / calls);
-  }
-  perRound.sort((a, b) => a - b);
-  return Math.round((perRound[Math.floor(rounds / 2)] ?? Number.NaN) * 100) / 100;
+    },
+    { calls: o.calls ?? 5_000, rounds: o.rounds ?? 5 },
+  );
 }

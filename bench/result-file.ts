@@ -15,11 +15,16 @@ export function machineOf(): { cpus: number; cpuModel: string; node: string; com
 }
 
 /**
- * Writes `{ machine, startedAt, ...figures }` to bench/results/<name>-<date>-<commit>.json (a later run of the same
- * commit on the same day replaces it); returns the path.
+ * Writes `{ machine, startedAt, ...figures }` (`machine` as the run printed it, from {@link machineOf}) to
+ * bench/results/<name>-<date>-<commit>.json (a later run of the same commit on the same day replaces it); returns
+ * the path.
  */
-export function writeResult(name: string, startedAt: string, figures: Record<string, unknown>): string {
-  const machine = machineOf();
+export function writeResult(
+  name: string,
+  startedAt: string,
+  machine: ReturnType<typeof machineOf>,
+  figures: Record<string, unknown>,
+): string {
   const dir = join(import.meta.dirname, 'results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${name}-${startedAt.slice(0, 10)}-${machine.commit}.json`);
