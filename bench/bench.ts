@@ -22,6 +22,7 @@ import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
 import { DEFAULT_UTTERANCE_PAUSE_MS } from '../src/config.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { runBaseline } from './baseline.ts';
+import { cpuMsByThreadName, cpuMsByThreadNameSince } from './cpu-time.ts';
 import { type HeraldProcess, startHeraldProcess } from './herald-process.ts';
 import { referenceFrameUs } from './reference-frame.ts';
 
@@ -64,6 +65,13 @@ export interface BenchOptions {
    * like any other thread, and the wait read as Herald's lateness; on Discord it is another machine.
    */
   readonly receiverNice?: number;
+  /**
+   * In P4, the receiving thread reads its socket every this many ms while traffic is light rather than waking for
+   * each packet (default {@link RECEIVER_NAP_MS}; 0: for each, as in P1–P3 and P6). At 800 streams the wake-ups
+   * took about 0.15 ms of this machine's CPU per stream-second (7 µs a packet) that a voice server on its own
+   * machine does not take from the bot's; a packet's arrival may then read up to this late, against Herald.
+   */
+  readonly receiverNapMs?: number;
   /**
    * For P4 and P6 (hundreds of streams at once), the emulated TTS service writes audio at most once per this many
    * ms (default {@link TTS_WRITE_EVERY_MS}), what fell due in between together. 0: each Ogg page (one 20 ms
@@ -151,6 +159,12 @@ export interface ConcurrencyStep {
    * streamed: what the machine spent on the world rather than on Herald.
    */
   readonly worldCpuMsPerStreamSecond: number;
+  /**
+   * The same by thread, ms per stream-second (Linux): `main` (emulated Discord's gateway, REST and interactions,
+   * the voice server's decryption and capture, the TTS service), `voice-receiver` (the UDP socket), `dave-members`
+   * (the members' MLS clients), `V8 helpers` (garbage collection and compilation threads), `other`.
+   */
+  readonly worldCpuByThread: Readonly<Record<string, number>>;
   /** p99 event-loop delay of the bench process (the emulated Discord): high values mean the receiver lagged. */
   readonly receiverLoopP99Ms: number;
   /**
@@ -254,6 +268,8 @@ const ROOT = join(import.meta.dirname, '..');
 export const HERALD_NICE = 0;
 /** See {@link BenchOptions.receiverNice}: ahead of every other thread here (setting it below 0 needs root). */
 export const RECEIVER_NICE = -10;
+/** See {@link BenchOptions.receiverNapMs}: 2 ms, a twentieth of the 40 ms that makes a packet late. */
+export const RECEIVER_NAP_MS = 2;
 /** See {@link BenchOptions.ttsWriteEveryMs}: at 4× real time, 80 ms of audio (4 pages) a write. */
 export const TTS_WRITE_EVERY_MS = 20;
 /** 40 ms of audio per character in the TTS emulator (its default). */
@@ -333,7 +349,16 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       inVoice = Math.max(inVoice, n);
       const runs: ConcurrencyStep[] = [];
       for (let run = 0; run < Math.max(1, options.repeats ?? 1); run++) {
-        runs.push(await speakAll(discord, herald, servers.slice(0, n), options.audioSeconds, idleRssMb));
+        runs.push(
+          await speakAll(
+            discord,
+            herald,
+            servers.slice(0, n),
+            options.audioSeconds,
+            idleRssMb,
+            options.receiverNapMs ?? RECEIVER_NAP_MS,
+          ),
+        );
       }
       const step = medianRun(runs);
       steps.push(step);
@@ -373,6 +398,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       options: {
         ...options,
         ttsWriteEveryMs: options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS,
+        receiverNapMs: options.receiverNapMs ?? RECEIVER_NAP_MS,
         progress: undefined,
       } as unknown as BenchOptions,
       startedAt,
@@ -518,17 +544,20 @@ async function speakAll(
   servers: readonly Server[],
   audioSeconds: number,
   idleRssMb: number,
+  receiverNapMs: number,
 ): Promise<ConcurrencyStep> {
   const text = utteranceOf(audioSeconds);
   for (const server of servers) discord.voice(server.guild).clear();
   // The receiver records each packet's arrival and RTP header; members decrypting 50 frames a second each would
   // take this machine's cores from Herald and delay the very arrival times measured (P1–P3 and P6 decrypt).
   discord.setMembersDecrypt(false);
+  discord.setReceiverNap(receiverNapMs);
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   const cpuBefore = herald.cpuMs();
   const dropsBefore = udpReceiveBufferErrors();
   const worldBefore = process.cpuUsage();
+  const worldThreadsBefore = cpuMsByThreadName();
   let rssMb = 0;
   let unanswered = 0;
   const answeredAt: number[] = [];
@@ -557,11 +586,13 @@ async function speakAll(
     clearInterval(cpuSampler);
     loop.disable();
     discord.setMembersDecrypt(true);
+    discord.setReceiverNap(0);
   }
   const cpuMs = herald.cpuMs() - cpuBefore;
   const receiveBufferDrops = udpReceiveBufferErrors() - dropsBefore;
   const world = process.cpuUsage(worldBefore);
   const worldCpuMs = (world.user + world.system) / 1000;
+  const worldThreads = cpuMsByThreadNameSince(worldThreadsBefore);
   let packets = 0;
   let late = 0;
   let lost = 0;
@@ -608,6 +639,7 @@ async function speakAll(
     lateShare: packets === 0 ? 1 : round(late / packets, 5),
     cpuMsPerStreamSecond: streamedMs === 0 ? 0 : round(cpuMs / (streamedMs / 1000), 3),
     worldCpuMsPerStreamSecond: streamedMs === 0 ? 0 : round(worldCpuMs / (streamedMs / 1000), 3),
+    worldCpuByThread: byThreadGroup(worldThreads, streamedMs / 1000),
     rssMb: round(rssMb, 1),
     rssPerStreamKb: round(((rssMb - idleRssMb) * 1024) / servers.length, 1),
     unanswered,
@@ -624,6 +656,32 @@ async function speakAll(
         ? null
         : round(steady.reduce((sum, ms) => sum + ms, 0) / steady.length / servers.length, 3),
   };
+}
+
+/** Thread CPU (ms, by OS thread name) grouped as {@link ConcurrencyStep.worldCpuByThread} names them, per stream-second. */
+function byThreadGroup(byName: ReadonlyMap<string, number>, streamSeconds: number): Record<string, number> {
+  const group = (name: string): string =>
+    name === 'MainThread'
+      ? 'main'
+      : name === 'V8Worker'
+        ? 'V8 helpers'
+        : name === 'voice-receiver' || name === 'dave-members'
+          ? name
+          : 'other';
+  const groups: Record<string, number> = {
+    main: 0,
+    'voice-receiver': 0,
+    'dave-members': 0,
+    'V8 helpers': 0,
+    other: 0,
+  };
+  for (const [name, ms] of byName) groups[group(name)] = (groups[group(name)] ?? 0) + ms;
+  return Object.fromEntries(
+    Object.entries(groups).map(([name, ms]) => [
+      name,
+      streamSeconds === 0 ? 0 : round(ms / streamSeconds, 3),
+    ]),
+  );
 }
 
 function percentiles(values: number[]): ConcurrencyStep['lateness'] {

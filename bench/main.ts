@@ -2,7 +2,7 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>T<time>-<commit>-<one-process or N-shards>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -10), `--repeat=N` runs each P4 step N times and reports its median run, `--dave=off` has the emulated Discord decline DAVE (to show its cost; by default every figure is under it), `--tts-write-every=MS` how often at most the emulated TTS service writes in P4 and P6 (default 20; 0: every Ogg page alone, as in P1–P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -10), `--receiver-nap=MS` has it read the socket every MS while traffic is light in P4 (default 2; 0: it wakes for each packet), `--repeat=N` runs each P4 step N times and reports its median run, `--dave=off` has the emulated Discord decline DAVE (to show its cost; by default every figure is under it), `--tts-write-every=MS` how often at most the emulated TTS service writes in P4 and P6 (default 20; 0: every Ogg page alone, as in P1–P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import {
   FULL,
   HERALD_NICE,
   QUICK,
+  RECEIVER_NAP_MS,
   runBench,
   TTS_WRITE_EVERY_MS,
 } from './bench.ts';
@@ -35,6 +36,7 @@ const options: BenchOptions = {
   ...(flag('shards') ? { shards: Number(flag('shards')) } : {}),
   ...(flag('nice') ? { heraldNice: Number(flag('nice')) } : {}),
   ...(flag('receiver-nice') ? { receiverNice: Number(flag('receiver-nice')) } : {}),
+  ...(flag('receiver-nap') ? { receiverNapMs: Number(flag('receiver-nap')) } : {}),
   ...(flag('tts-write-every') ? { ttsWriteEveryMs: Number(flag('tts-write-every')) } : {}),
   ...(flag('dave') === 'off' ? { dave: false } : {}),
   ...(flag('repeat') ? { repeats: Number(flag('repeat')) } : {}),
@@ -74,7 +76,10 @@ function formatTable(r: BenchResult): string {
         ? 'declined by the emulated Discord (transport encryption only)'
         : 'offered and used (end-to-end encrypted, as Discord requires)',
     ],
-    ['voice receiver thread', `nice ${m.receiverNice ?? 'as the bench process'}`],
+    [
+      'voice receiver thread',
+      `nice ${m.receiverNice ?? 'as the bench process'}; ${napLine(r.options.receiverNapMs ?? RECEIVER_NAP_MS)}`,
+    ],
     [
       'TTS service (emulated)',
       `4× real time; P1–P3 each page as it falls due, P4 and P6 a write at most every ${r.options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS} ms`,
@@ -94,7 +99,13 @@ function formatTable(r: BenchResult): string {
     ],
     ...r.p4Concurrency.map((s): [string, string] => [
       `P4 ${s.servers} servers at once`,
-      `${s.runs ? `median of ${s.runs.length} runs (${s.runs.map((run) => `${(run.lateShare * 100).toFixed(2)} %`).join(', ')} late): ` : ''}${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}; lateness p50 ${s.lateness.p50}, p90 ${s.lateness.p90}, p99 ${s.lateness.p99}, max ${s.lateness.max} ms; ${s.serversLate} servers >1 % late), ${s.lostPackets} lost (${s.receiveBufferDrops} dropped by the receiving kernel), ${s.silentServers} servers heard nothing, ${s.unanswered} /speak unanswered in 3 s, answers read after p50 ${s.answerMs.p50}, p90 ${s.answerMs.p90}, max ${s.answerMs.max} ms, ${s.cpuMsPerStreamSecond} ms CPU/stream-s (the emulated world ${s.worldCpuMsPerStreamSecond}; Herald playing, second half of the audio: ${s.steadyCpuMsPerStreamSecond ?? 'n/a'}), RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms; late packets by second ${s.bySecond.late.join(' ')}, Herald's CPU ms by second ${s.bySecond.heraldCpuMs.join(' ')}`,
+      `${s.runs ? `median of ${s.runs.length} runs (${s.runs.map((run) => `${(run.lateShare * 100).toFixed(2)} %`).join(', ')} late): ` : ''}${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}; lateness p50 ${s.lateness.p50}, p90 ${s.lateness.p90}, p99 ${s.lateness.p99}, max ${s.lateness.max} ms; ${s.serversLate} servers >1 % late), ${s.lostPackets} lost (${s.receiveBufferDrops} dropped by the receiving kernel), ${s.silentServers} servers heard nothing, ${s.unanswered} /speak unanswered in 3 s, answers read after p50 ${s.answerMs.p50}, p90 ${s.answerMs.p90}, max ${s.answerMs.max} ms, ${s.cpuMsPerStreamSecond} ms CPU/stream-s (the emulated world ${s.worldCpuMsPerStreamSecond}: ${Object.entries(
+        s.worldCpuByThread,
+      )
+        .map(([name, ms]) => `${name} ${ms}`)
+        .join(
+          ', ',
+        )}; Herald playing, second half of the audio: ${s.steadyCpuMsPerStreamSecond ?? 'n/a'}), RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms; late packets by second ${s.bySecond.late.join(' ')}, Herald's CPU ms by second ${s.bySecond.heraldCpuMs.join(' ')}`,
     ]),
     ['P4 most servers held (≤1 % late, all heard, all answered)', String(r.p4MaxServers)],
     [
@@ -124,4 +135,10 @@ function formatTable(r: BenchResult): string {
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
   return rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
+}
+
+function napLine(ms: number): string {
+  return ms > 0
+    ? `in P4 reads its socket every ${ms} ms while traffic is light (arrival times up to ${ms} ms late, against Herald)`
+    : 'wakes for each packet';
 }

@@ -154,7 +154,7 @@ export function createDaveListeners(
     const lane = id % threads;
     let worker = workers[lane];
     if (!worker) {
-      worker = new Worker(new URL('./dave-listener-worker.ts', import.meta.url));
+      worker = new Worker(new URL('./dave-listener-worker.ts', import.meta.url), { name: 'dave-members' });
       // The emulator's sockets keep a test alive; a forgotten worker must not.
       worker.unref();
       worker.on('message', onMessage);

@@ -392,6 +392,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     setMembersDecrypt: (on) => {
       membersDecrypt = on;
     },
+    setReceiverNap: (ms) => voice.setReceiverNap(ms),
     faults: {
       closeVoice: (guild, code) => {
         voice.closeSocket(guild.id, code, `Emulated close ${code}.`);

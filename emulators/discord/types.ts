@@ -274,6 +274,12 @@ export interface DiscordEmulator {
   voice(guild: Guild): VoiceCapture;
   /** Turns the members' decryption of each frame on or off from now on (see `membersDecrypt` in the options). */
   setMembersDecrypt(on: boolean): void;
+  /**
+   * Has the voice server's receiving thread read its socket every `ms` while traffic is light instead of waking for
+   * each datagram (0, the default: for each): at hundreds of streams the wake-ups cost this machine's cores
+   * several µs a packet, on the bot's side of loopback too. Arrival times may then read up to `ms` late.
+   */
+  setReceiverNap(ms: number): void;
   /** Voice packets that failed to decrypt or matched no session. */
   readonly rejectedVoicePackets: number;
   /** Voice packets lost on purpose by {@link Faults.loseVoicePackets}. */

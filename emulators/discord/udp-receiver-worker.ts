@@ -74,6 +74,7 @@ const flush = (): void => {
 };
 
 socket.on('message', (message, remote) => {
+  takenThisTurn++;
   const at = performance.timeOrigin + performance.now();
   if (isDiscoveryRequest(message)) {
     // IP discovery: echo the sender's address and port.
@@ -88,8 +89,42 @@ socket.on('message', (message, remote) => {
   pending.at.push(at);
 });
 
-port.on('message', (message: { t: 'close' }) => {
-  if (message.t === 'close') socket.close(() => process.exit(0));
+/** Main thread → worker. */
+export type ToReceiver = { readonly t: 'close' } | { readonly t: 'nap'; readonly ms: number };
+
+/**
+ * Reading in turns (see {@link UdpReceiver.setNap}): after a turn of the event loop that took fewer datagrams than
+ * libuv reads from a socket at once (32), the thread sleeps `napMs`, so the kernel queues what arrives meanwhile
+ * instead of waking this thread for each one.
+ */
+const LIBUV_READS_PER_TURN = 32;
+const napCell = new Int32Array(new SharedArrayBuffer(4));
+let napMs = 0;
+let napping = false;
+let takenThisTurn = 0;
+const nap = (): void => {
+  if (napMs <= 0) {
+    napping = false;
+    return;
+  }
+  if (takenThisTurn < LIBUV_READS_PER_TURN) Atomics.wait(napCell, 0, 0, napMs);
+  takenThisTurn = 0;
+  setImmediate(nap);
+};
+
+port.on('message', (message: ToReceiver) => {
+  switch (message.t) {
+    case 'close':
+      socket.close(() => process.exit(0));
+      return;
+    case 'nap':
+      napMs = message.ms;
+      if (napMs > 0 && !napping) {
+        napping = true;
+        setImmediate(nap);
+      }
+      return;
+  }
 });
 
 socket.bind(0, '127.0.0.1', () => {

@@ -12,7 +12,7 @@ import {
   transportKey,
   XCHACHA_MODE,
 } from './rtp.ts';
-import { startUdpReceiver } from './udp-receiver.ts';
+import { startUdpReceiver, type UdpReceiver } from './udp-receiver.ts';
 
 /** One RTP packet as the emulator received it, and what the members in the channel made of it. */
 export interface CapturedFrame {
@@ -91,6 +91,8 @@ export interface VoiceServer {
   readonly handshakes: { identified: number; resumed: number };
   /** The receiving thread's nice value as set, or why it could not be; undefined when none was asked for. */
   readonly receiverNice: number | string | undefined;
+  /** See {@link UdpReceiver.setNap}. */
+  setReceiverNap(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -396,6 +398,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   return {
     endpoint: `127.0.0.1:${port}`,
     receiverNice: udp.nice,
+    setReceiverNap: (ms) => udp.setNap(ms),
     allocate: (guildId, userId, sessionId, channelId) => {
       const previous = allocations.get(guildId);
       if (previous) bySsrc.delete(previous.ssrc);

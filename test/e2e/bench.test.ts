@@ -33,6 +33,15 @@ describe('npm run bench (smoke, 20 servers)', () => {
     expect(step?.silentServers).toBe(0);
     expect(step?.lostPackets).toBe(0);
     expect(step?.cpuMsPerStreamSecond).toBeGreaterThan(0);
+    // The emulated world's CPU by thread (Linux /proc): its main thread served the step's gateway, TTS and capture.
+    expect(step?.worldCpuByThread.main).toBeGreaterThan(0);
+    expect(Object.keys(step?.worldCpuByThread ?? {})).toEqual([
+      'main',
+      'voice-receiver',
+      'dave-members',
+      'V8 helpers',
+      'other',
+    ]);
     expect(result.p5Memory.idleRssMb).toBeGreaterThan(0);
     expect(result.p6ColdBurst.servers).toBe(20);
     expect(result.p6ColdBurst.heard).toBe(20);
