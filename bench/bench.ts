@@ -22,7 +22,7 @@ import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
 import { DEFAULT_UTTERANCE_PAUSE_MS } from '../src/config.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { runBaseline } from './baseline.ts';
-import { cpuMsByThreadName, cpuMsByThreadNameSince } from './cpu-time.ts';
+import { cpuMsByThreadName, cpuMsByThreadNameSince, cpuMsSince } from './cpu-time.ts';
 import { type HeraldProcess, startHeraldProcess } from './herald-process.ts';
 import { referenceFrameUs } from './reference-frame.ts';
 
@@ -171,7 +171,12 @@ export interface ConcurrencyStep {
    * Late packets by the second of the step they arrived in (0: the first second after the members asked), and
    * Herald's CPU in each second (ms): whether lateness comes with the downloads and joins at the start or later.
    */
-  readonly bySecond: { readonly late: readonly number[]; readonly heraldCpuMs: readonly number[] };
+  readonly bySecond: {
+    readonly late: readonly number[];
+    readonly heraldCpuMs: readonly number[];
+    /** The emulated world's CPU (this process, every thread) in each second, ms. */
+    readonly worldCpuMs: readonly number[];
+  };
   /**
    * Herald's CPU per stream-second in the second half of the audio (seconds ⌈S/2⌉ to S-1 of the step), once every
    * download and every start is behind it: what playing costs, as against `cpuMsPerStreamSecond`, which spreads
@@ -566,7 +571,11 @@ async function speakAll(
   const sampler = setInterval(() => {
     rssMb = Math.max(rssMb, herald.rssMb());
   }, 500);
-  const cpuSampler = setInterval(() => cpuAt.push(herald.cpuMs()), 1000);
+  const worldAt: number[] = [0];
+  const cpuSampler = setInterval(() => {
+    cpuAt.push(herald.cpuMs());
+    worldAt.push(cpuMsSince(worldBefore));
+  }, 1000);
   try {
     const answers = await Promise.all(
       servers.map((server) =>
@@ -631,7 +640,8 @@ async function speakAll(
     lost += Math.max(0, lastSlot + 1 - frames.length);
     streamedMs += frames.length * 20;
   }
-  const cpuPerSecond = cpuAt.slice(1).map((ms, i) => Math.round(ms - (cpuAt[i] ?? 0)));
+  const perSecond = (at: readonly number[]) => at.slice(1).map((ms, i) => Math.round(ms - (at[i] ?? 0)));
+  const cpuPerSecond = perSecond(cpuAt);
   const steady = cpuPerSecond.slice(Math.ceil(audioSeconds / 2), Math.floor(audioSeconds));
   return {
     servers: servers.length,
@@ -650,7 +660,11 @@ async function speakAll(
     lostPackets: lost,
     receiveBufferDrops,
     receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
-    bySecond: { late: Array.from(lateBySecond, (count) => count ?? 0), heraldCpuMs: cpuPerSecond },
+    bySecond: {
+      late: Array.from(lateBySecond, (count) => count ?? 0),
+      heraldCpuMs: cpuPerSecond,
+      worldCpuMs: perSecond(worldAt),
+    },
     steadyCpuMsPerStreamSecond:
       steady.length === 0
         ? null
