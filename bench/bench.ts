@@ -599,8 +599,7 @@ async function speakAll(
   }
   const cpuMs = herald.cpuMs() - cpuBefore;
   const receiveBufferDrops = udpReceiveBufferErrors() - dropsBefore;
-  const world = process.cpuUsage(worldBefore);
-  const worldCpuMs = (world.user + world.system) / 1000;
+  const worldCpuMs = cpuMsSince(worldBefore);
   const worldThreads = cpuMsByThreadNameSince(worldThreadsBefore);
   let packets = 0;
   let late = 0;
@@ -672,29 +671,23 @@ async function speakAll(
   };
 }
 
-/** Thread CPU (ms, by OS thread name) grouped as {@link ConcurrencyStep.worldCpuByThread} names them, per stream-second. */
+/** OS thread name → its group in {@link ConcurrencyStep.worldCpuByThread}; any other thread is `other`. */
+const THREAD_GROUPS: Readonly<Record<string, string>> = {
+  MainThread: 'main',
+  'voice-receiver': 'voice-receiver',
+  'dave-members': 'dave-members',
+  V8Worker: 'V8 helpers',
+};
+
+/** Thread CPU (ms, by OS thread name) grouped by {@link THREAD_GROUPS}, per stream-second. */
 function byThreadGroup(byName: ReadonlyMap<string, number>, streamSeconds: number): Record<string, number> {
-  const group = (name: string): string =>
-    name === 'MainThread'
-      ? 'main'
-      : name === 'V8Worker'
-        ? 'V8 helpers'
-        : name === 'voice-receiver' || name === 'dave-members'
-          ? name
-          : 'other';
-  const groups: Record<string, number> = {
-    main: 0,
-    'voice-receiver': 0,
-    'dave-members': 0,
-    'V8 helpers': 0,
-    other: 0,
-  };
-  for (const [name, ms] of byName) groups[group(name)] = (groups[group(name)] ?? 0) + ms;
+  const groups = new Map([...Object.values(THREAD_GROUPS), 'other'].map((group) => [group, 0]));
+  for (const [name, ms] of byName) {
+    const group = THREAD_GROUPS[name] ?? 'other';
+    groups.set(group, (groups.get(group) ?? 0) + ms);
+  }
   return Object.fromEntries(
-    Object.entries(groups).map(([name, ms]) => [
-      name,
-      streamSeconds === 0 ? 0 : round(ms / streamSeconds, 3),
-    ]),
+    [...groups].map(([group, ms]) => [group, streamSeconds === 0 ? 0 : round(ms / streamSeconds, 3)]),
   );
 }
 
