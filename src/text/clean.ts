@@ -19,12 +19,22 @@ const SPACES = /[\t\p{Zs}]/gu;
 const INVISIBLE = /[\p{Cc}\p{Cs}\p{Co}\p{Cn}]|(?![\u200D\u{E0020}-\u{E007F}])\p{Cf}/gu;
 const NOT_NEWLINE_CONTROL = /[^\S\n]/gu;
 
+// Discord parses the raw text, before any normalisation. A character NFC maps onto markup (U+1FEF GREEK VARIA
+// becomes "`") would open code or a spoiler that Discord never showed, and could read a spoiler aloud: such
+// characters are dropped first. Found by character rather than listed, so a later Unicode version is covered.
+const NON_ASCII = /[^\0-\x7F]/gu;
+const MARKUP = /[`|\\*_~<>#[\]()@:-]/;
+
+function dropMarkupLookalikes(text: string): string {
+  return text.replace(NON_ASCII, (char) => (MARKUP.test(char.normalize('NFC')) ? '' : char));
+}
+
 /**
  * First pass over any user-supplied text: NFC, one kind of line break, no controls or invisible characters.
  * Private-use characters are removed here, which is what lets the markdown step use them as markers.
  */
 export function sanitise(text: string): string {
-  return text
+  return dropMarkupLookalikes(text)
     .normalize('NFC')
     .replace(LINE_BREAKS, '\n')
     .replace(SPACES, ' ')

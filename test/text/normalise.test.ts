@@ -392,6 +392,26 @@ describe('normaliseMessage: a counterexample fast-check found', () => {
   });
 });
 
+describe('normaliseMessage: a counterexample fast-check found (seed -1232629449)', () => {
+  it('a Greek varia (U+1FEF), which NFC turns into a backtick, never pulls a spoiler into inline code', () => {
+    // Discord parses the raw text: "\u1FEF" opens no code there, so the spoiler stays hidden.
+    const result = normaliseMessage(
+      { content: '\u1FEF||Qspoilermarkerq secret||`x`', attachments: [], stickers: [] },
+      {
+        linkDomains: false,
+        emoji: 'name',
+        maxChars: 200,
+        repeatCap: 3,
+        userName: () => undefined,
+        roleName: () => undefined,
+        channelName: () => undefined,
+      },
+    );
+    expect(result.toLowerCase()).not.toContain('secret');
+    expect(result).toContain('spoiler');
+  });
+});
+
 describe('normaliseMessage: generated messages', () => {
   it('never throws, fits the limit, and lets no mention syntax, URL or spoiler through', () => {
     fc.assert(
