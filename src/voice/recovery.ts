@@ -6,40 +6,51 @@ import type { SessionSnapshot, VoiceManager } from './manager.ts';
 
 /**
  * Keeps each server's voice session in the store as it changes, so a restart can finish it. Writes of one server
- * are applied in order; a failed write is logged, never thrown at the voice session.
+ * are applied in order; a failed write is logged, never thrown at the voice session. A snapshot that would write
+ * what the store already holds (a session that changed in ways a restart does not need, such as an utterance
+ * moving from waiting to playing) is not written again: that was one durable write in three per utterance.
  */
 export function persistSnapshots(
   store: VoiceStateStore,
   logger: Logger,
 ): (guildId: string, snapshot: SessionSnapshot) => void {
   const chains = new Map<string, Promise<void>>();
+  // Per server, the session last handed to the store (as JSON): written, or being written in order.
+  const written = new Map<string, string>();
   return (guildId, snapshot) => {
+    const session = snapshot === null ? null : persisted(guildId, snapshot);
+    const json = session === null ? null : JSON.stringify(session);
+    if (json !== null && written.get(guildId) === json) return;
+    if (json === null) written.delete(guildId);
+    else written.set(guildId, json);
     const previous = chains.get(guildId) ?? Promise.resolve();
     const next = previous
-      .then(() =>
-        snapshot === null
-          ? store.remove(guildId)
-          : store.save({
-              guildId,
-              channelId: snapshot.channelId,
-              announceChannelId: snapshot.announceChannelId,
-              queue: snapshot.queue.map((request) => ({
-                text: request.text,
-                speakerId: request.speaker.id,
-                speakerName: request.speaker.name,
-                userId: request.requestedBy.id,
-                userName: request.requestedBy.name,
-                key: request.key ?? null,
-              })),
-            }),
-      )
-      .catch((error: unknown) =>
-        logger.warn('could not save a voice session', { guild: guildId, err: error }),
-      );
+      .then(() => (session === null ? store.remove(guildId) : store.save(session)))
+      .catch((error: unknown) => {
+        // Not in the store after all: the same snapshot is written again the next time it is offered.
+        if (json !== null && written.get(guildId) === json) written.delete(guildId);
+        logger.warn('could not save a voice session', { guild: guildId, err: error });
+      });
     chains.set(guildId, next);
     void next.finally(() => {
       if (chains.get(guildId) === next) chains.delete(guildId);
     });
+  };
+}
+
+function persisted(guildId: string, snapshot: NonNullable<SessionSnapshot>): PersistedSession {
+  return {
+    guildId,
+    channelId: snapshot.channelId,
+    announceChannelId: snapshot.announceChannelId,
+    queue: snapshot.queue.map((request) => ({
+      text: request.text,
+      speakerId: request.speaker.id,
+      speakerName: request.speaker.name,
+      userId: request.requestedBy.id,
+      userName: request.requestedBy.name,
+      key: request.key ?? null,
+    })),
   };
 }
 

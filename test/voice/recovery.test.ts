@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.ts';
+import type { PersistedSession, VoiceStateStore } from '../../src/storage/voice-state.ts';
+import type { SessionSnapshot } from '../../src/voice/manager.ts';
+import type { SpeechRequest } from '../../src/voice/queue.ts';
+import { persistSnapshots } from '../../src/voice/recovery.ts';
+
+function request(text: string): SpeechRequest {
+  return {
+    text,
+    speaker: { id: 'v1', name: 'Ada' } as SpeechRequest['speaker'],
+    requestedBy: { id: 'u1', name: 'Member' },
+    onFailure: () => {},
+  };
+}
+
+function snapshot(...texts: string[]): SessionSnapshot {
+  return { channelId: 'c1', announceChannelId: 't1', queue: texts.map(request) };
+}
+
+/** A store that records each write, and fails the writes it is told to. */
+function recordingStore() {
+  const writes: (PersistedSession | string)[] = [];
+  let failNext = 0;
+  const store: VoiceStateStore = {
+    async save(session) {
+      if (failNext > 0) {
+        failNext--;
+        throw new Error('disk full');
+      }
+      writes.push(session);
+    },
+    async remove(guildId) {
+      writes.push(`remove ${guildId}`);
+    },
+    async load() {
+      return [];
+    },
+  };
+  return { store, writes, failNext: () => failNext++ };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
+const logger = createLogger({ level: 'error', write: () => {} });
+
+describe('persistSnapshots', () => {
+  it('writes a session once while it stays the same, and again when it changes or was removed', async () => {
+    const { store, writes } = recordingStore();
+    const persist = persistSnapshots(store, logger);
+    persist('g1', snapshot('hello'));
+    persist('g1', snapshot('hello'));
+    await settle();
+    persist('g1', snapshot('hello'));
+    persist('g1', snapshot());
+    persist('g1', snapshot());
+    persist('g1', null);
+    persist('g1', snapshot());
+    await settle();
+    expect(
+      writes.map((write) => (typeof write === 'string' ? write : write.queue.map((u) => u.text))),
+    ).toEqual([['hello'], [], 'remove g1', []]);
+  });
+
+  it('keeps servers apart', async () => {
+    const { store, writes } = recordingStore();
+    const persist = persistSnapshots(store, logger);
+    persist('g1', snapshot('hello'));
+    persist('g2', snapshot('hello'));
+    await settle();
+    expect(writes.map((write) => (typeof write === 'string' ? write : write.guildId))).toEqual(['g1', 'g2']);
+  });
+
+  it('writes a snapshot again when its last write failed', async () => {
+    const { store, writes, failNext } = recordingStore();
+    const persist = persistSnapshots(store, logger);
+    failNext();
+    persist('g1', snapshot('hello'));
+    await settle();
+    expect(writes).toEqual([]);
+    persist('g1', snapshot('hello'));
+    await settle();
+    expect(writes).toHaveLength(1);
+  });
+});
