@@ -95,6 +95,8 @@ function tidyPunctuation(text: string): string {
 // "<" can never bring another next to the "@".
 const MENTION_OPENER = /<+(?=[@#:]|[at]:)/giu;
 const SCHEME_URL = /[a-z][a-z0-9+.-]*:\/\/[^\s<>]*/giu;
+// A scheme and nothing after it ("http:// is a scheme") is read as the scheme's name; anything longer is a link.
+const BARE_SCHEME = /^[a-z][a-z0-9+.-]*:\/\/$/iu;
 const WWW_URL = /(?<![\p{L}\p{N}])www\.[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+[^\s<>]*/giu;
 const WWW_DOT = /www\.+/giu;
 
@@ -107,7 +109,7 @@ export function scrub(text: string, linkDomains: boolean): string {
   return text
     .replace(MENTION_OPENER, '')
     .replace(SCHEME_URL, (url) =>
-      /:\/\/$/.test(url) ? url.replace(/:\/\/$/, '') : ` ${describeLink(url, linkDomains)} `,
+      BARE_SCHEME.test(url) ? url.replace(/:\/\/$/, '') : ` ${describeLink(url, linkDomains)} `,
     )
     .replace(WWW_URL, (url) => ` ${describeLink(url, linkDomains)} `)
     .replace(WWW_DOT, 'www ');

@@ -412,6 +412,25 @@ describe('normaliseMessage: a counterexample fast-check found (seed -1232629449)
   });
 });
 
+describe('normaliseMessage: a counterexample fast-check found (seed -201896095)', () => {
+  it('a URL that ends in "://" (inline code after a bare scheme) is a link, not a scheme with its "://" cut off', () => {
+    const result = normaliseMessage(
+      { content: 'http://`xhttp://` ', attachments: [], stickers: [] },
+      {
+        linkDomains: false,
+        emoji: 'name',
+        maxChars: 100,
+        repeatCap: 1,
+        userName: () => undefined,
+        roleName: () => undefined,
+        channelName: () => undefined,
+      },
+    );
+    expect(result).not.toMatch(FORBIDDEN);
+    expect(result).toBe('a link');
+  });
+});
+
 describe('normaliseMessage: generated messages', () => {
   it('never throws, fits the limit, and lets no mention syntax, URL or spoiler through', () => {
     fc.assert(
