@@ -155,6 +155,11 @@ export interface ConcurrencyStep {
    */
   readonly receiveBufferDrops: number;
   /**
+   * Packets that failed transport authentication (the receiver authenticates P4's packets when the step's frames
+   * are read, after the streams: see `membersDecrypt` in the emulator's options). Any fails the step.
+   */
+  readonly rejectedPackets: number;
+  /**
    * CPU of the bench process (the emulated Discord and its receiver, the TTS service) per second of audio
    * streamed: what the machine spent on the world rather than on Herald.
    */
@@ -561,6 +566,7 @@ async function speakAll(
   loop.enable();
   const cpuBefore = herald.cpuMs();
   const dropsBefore = udpReceiveBufferErrors();
+  const rejectedBefore = discord.rejectedVoicePackets;
   const worldBefore = process.cpuUsage();
   const worldThreadsBefore = cpuMsByThreadName();
   let rssMb = 0;
@@ -614,7 +620,10 @@ async function speakAll(
     // RTP sequence number, so a lost packet does not shift the others.
     const frames = discord.voice(server.guild).frames;
     const first = frames[0];
-    if (!first || frames.every((frame) => frame.silence)) silentServers++;
+    // Reading each frame's payload authenticates it (the receiver left that for after the step): every one is read.
+    let heardSpeech = false;
+    for (const frame of frames) heardSpeech = !frame.silence || heardSpeech;
+    if (!heardSpeech) silentServers++;
     if (!first) continue;
     // As a listener's jitter buffer plays them: from the first packet's arrival, 20 ms per sequence number. Packets
     // sent ahead (@discordjs/voice's player catches up after its event loop was held) wait in that buffer.
@@ -657,6 +666,7 @@ async function speakAll(
     serversLate,
     silentServers,
     lostPackets: lost,
+    rejectedPackets: discord.rejectedVoicePackets - rejectedBefore,
     receiveBufferDrops,
     receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
     bySecond: {
@@ -724,12 +734,13 @@ export function medianRun(runs: readonly ConcurrencyStep[]): ConcurrencyStep {
   };
 }
 
-/** Whether a P4 step held: ≤1 % late, ≤1 % lost, every server heard, every /speak answered in time. */
+/** Whether a P4 step held: ≤1 % late, ≤1 % lost, every packet authentic, every server heard, every /speak answered in time. */
 function held(step: ConcurrencyStep): boolean {
   return (
     step.lateShare <= 0.01 &&
     step.lostPackets <= 0.01 * step.packets &&
     step.silentServers === 0 &&
+    step.rejectedPackets === 0 &&
     step.unanswered === 0
   );
 }

@@ -99,7 +99,7 @@ function formatTable(r: BenchResult): string {
     ],
     ...r.p4Concurrency.map((s): [string, string] => [
       `P4 ${s.servers} servers at once`,
-      `${s.runs ? `median of ${s.runs.length} runs (${s.runs.map((run) => `${(run.lateShare * 100).toFixed(2)} %`).join(', ')} late): ` : ''}${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}; lateness p50 ${s.lateness.p50}, p90 ${s.lateness.p90}, p99 ${s.lateness.p99}, max ${s.lateness.max} ms; ${s.serversLate} servers >1 % late), ${s.lostPackets} lost (${s.receiveBufferDrops} dropped by the receiving kernel), ${s.silentServers} servers heard nothing, ${s.unanswered} /speak unanswered in 3 s, answers read after p50 ${s.answerMs.p50}, p90 ${s.answerMs.p90}, max ${s.answerMs.max} ms, ${s.cpuMsPerStreamSecond} ms CPU/stream-s (the emulated world ${s.worldCpuMsPerStreamSecond}: ${Object.entries(
+      `${s.runs ? `median of ${s.runs.length} runs (${s.runs.map((run) => `${(run.lateShare * 100).toFixed(2)} %`).join(', ')} late): ` : ''}${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}; lateness p50 ${s.lateness.p50}, p90 ${s.lateness.p90}, p99 ${s.lateness.p99}, max ${s.lateness.max} ms; ${s.serversLate} servers >1 % late), ${s.lostPackets} lost (${s.receiveBufferDrops} dropped by the receiving kernel), ${s.rejectedPackets} failing authentication, ${s.silentServers} servers heard nothing, ${s.unanswered} /speak unanswered in 3 s, answers read after p50 ${s.answerMs.p50}, p90 ${s.answerMs.p90}, max ${s.answerMs.max} ms, ${s.cpuMsPerStreamSecond} ms CPU/stream-s (the emulated world ${s.worldCpuMsPerStreamSecond}: ${Object.entries(
         s.worldCpuByThread,
       )
         .map(([name, ms]) => `${name} ${ms}`)

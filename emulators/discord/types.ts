@@ -143,9 +143,10 @@ export interface DiscordEmulatorOptions {
   daveListenerThreads?: number;
   /**
    * Whether the members' clients decrypt each frame the bot sends (default true: the capture says who heard what).
-   * False: the capture records each frame's arrival time, RTP header and transport payload (with whether it is
-   * end-to-end encrypted) and no member decrypts it. For benchmarks of hundreds of streams on one machine, where
-   * decrypting 50 frames a second per member would take the bot's cores and delay the arrival times measured.
+   * False: the capture records each frame's arrival time and RTP header and no member decrypts it; its transport
+   * encryption is authenticated and removed when its payload (or whether it is silence or end-to-end encrypted) is
+   * first read, a packet that fails then counting in `rejectedVoicePackets`. For benchmarks of hundreds of streams
+   * on one machine, where decrypting on arrival would take the bot's cores and delay the arrival times measured.
    */
   membersDecrypt?: boolean;
   /** Told of every step of the DAVE flows (and each voice session description), with times: for benchmarks. */

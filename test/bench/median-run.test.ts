@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { type ConcurrencyStep, medianRun } from '../../bench/bench.ts';
 
 /** A step whose fields other than the ones given are those of a clean run. */
-function run(lateShare: number, cpuMsPerStreamSecond: number, unanswered = 0): ConcurrencyStep {
+function run(
+  lateShare: number,
+  cpuMsPerStreamSecond: number,
+  unanswered = 0,
+  rejectedPackets = 0,
+): ConcurrencyStep {
   return {
     servers: 300,
     packets: 150_000,
@@ -11,6 +16,7 @@ function run(lateShare: number, cpuMsPerStreamSecond: number, unanswered = 0): C
     cpuMsPerStreamSecond,
     unanswered,
     lostPackets: 0,
+    rejectedPackets,
     silentServers: 0,
   } as ConcurrencyStep;
 }
@@ -35,5 +41,10 @@ describe('medianRun', () => {
     expect(step.lateShare).toBe(0.002);
     // 0.1 % late but three members never answered: not held.
     expect(step.runs?.map((r) => r.held)).toEqual([false, false, true, false]);
+  });
+
+  it('does not count a run whose packets failed authentication as held', () => {
+    const step = medianRun([run(0.001, 1.4, 0, 2), run(0.002, 1.5), run(0.003, 1.5)]);
+    expect(step.runs?.map((r) => r.held)).toEqual([false, true, true]);
   });
 });

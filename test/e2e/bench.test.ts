@@ -32,6 +32,7 @@ describe('npm run bench (smoke, 20 servers)', () => {
     expect(step?.packets).toBeGreaterThanOrEqual(20 * 45);
     expect(step?.silentServers).toBe(0);
     expect(step?.lostPackets).toBe(0);
+    expect(step?.rejectedPackets).toBe(0);
     expect(step?.cpuMsPerStreamSecond).toBeGreaterThan(0);
     // The emulated world's CPU by thread (Linux /proc): its main thread served the step's gateway, TTS and capture.
     expect(step?.worldCpuByThread.main).toBeGreaterThan(0);

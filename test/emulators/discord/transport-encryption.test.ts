@@ -196,6 +196,34 @@ describe('the voice server, selecting a mode (voice op 1)', () => {
     },
   );
 
+  it('captures packets on arrival when nobody decrypts, and authenticates each when it is first read', async () => {
+    const voice = await start(true);
+    const client = await identify(voice);
+    const description = client.next(4);
+    select(client, XCHACHA_MODE);
+    const key = Buffer.from((await description).secret_key as number[]);
+    const header = (seq: number) => rtpHeader(Number(client.ready.ssrc), seq, 960 * seq);
+    const tampered = packet(XCHACHA_MODE, key, header(2), OPUS);
+    tampered[14] = (tampered[14] ?? 0) ^ 0x01;
+    const udp = dgram.createSocket('udp4');
+    for (const datagram of [packet(XCHACHA_MODE, key, header(1), OPUS), tampered]) {
+      udp.send(datagram, Number(client.ready.port), '127.0.0.1');
+    }
+    await expect.poll(() => frames.length).toBe(2);
+    udp.close();
+    // Nothing was decrypted on arrival: the header alone placed each packet.
+    expect(frames.map((frame) => frame.seq)).toEqual([1, 2]);
+    expect(voice.rejected.count).toBe(0);
+    expect(frames[0]).toMatchObject({ mode: XCHACHA_MODE, payload: OPUS, opus: OPUS, silence: false });
+    expect(voice.rejected.count).toBe(0);
+    expect(frames[1]?.payload).toEqual(Buffer.alloc(0));
+    expect(voice.rejected.count).toBe(1);
+    // Read again, it is not counted twice.
+    expect(frames[1]?.silence).toBe(false);
+    expect(voice.rejected.count).toBe(1);
+    client.ws.close();
+  });
+
   it('offers AES-256-GCM only when told to, and closes a session selecting XChaCha20-Poly1305 with 4016', async () => {
     const client = await identify(await start(false));
     expect(client.ready.modes).toEqual([AES_MODE]);
