@@ -32,51 +32,54 @@ export function transportKey(mode: EncryptionMode, secretKey: Buffer): Transport
   return mode === AES_MODE ? { mode, key: createSecretKey(secretKey) } : { mode, key: secretKey };
 }
 
-/** A packet whose RTP header was read and whose session was found: `open()` authenticates and decrypts it. */
-export interface SealedRtp {
-  readonly guildId: string;
-  readonly mode: EncryptionMode;
-  readonly frame: RtpFields;
-  /** The payload inside transport encryption, or undefined when the packet does not authenticate. */
-  open(): Buffer | undefined;
+/** What a packet's SSRC names: the session's guild and its transport key (none before the session description). */
+export type SessionOfSsrc = (
+  ssrc: number,
+) => { readonly guildId: string; readonly transport: TransportKey | undefined } | undefined;
+
+// rtpsize modes authenticate the fixed header, CSRCs and the 4-byte extension header, and encrypt the rest.
+const headerLengthOf = (packet: Buffer): number =>
+  12 + 4 * ((packet[0] ?? 0) & 0x0f) + ((packet[0] ?? 0) & 0x10 ? 4 : 0);
+
+/**
+ * The session of one packet of an rtpsize mode, read from its clear RTP header without decrypting anything:
+ * undefined when no session has its SSRC and a key, or the packet is too short to hold a tag and a nonce.
+ */
+export function rtpSession(
+  packet: Buffer,
+  sessionOf: SessionOfSsrc,
+): { readonly guildId: string; readonly transport: TransportKey } | undefined {
+  const allocation = sessionOf(packet.readUInt32BE(8));
+  const transport = allocation?.transport;
+  if (!allocation || !transport || packet.length < headerLengthOf(packet) + TAG_BYTES + 4) return undefined;
+  return { guildId: allocation.guildId, transport };
+}
+
+/** The RTP header fields of `packet`, which arrived at `receivedAt`. */
+export function rtpFields(packet: Buffer, receivedAt: number): RtpFields {
+  return {
+    receivedAt,
+    ssrc: packet.readUInt32BE(8),
+    seq: packet.readUInt16BE(2),
+    timestamp: packet.readUInt32BE(4),
+  };
 }
 
 /**
- * Reads one packet of an rtpsize mode without decrypting it: the RTP header is in the clear. Undefined when it is
- * too short or no session has its SSRC and a key. `receivedAt` is when it arrived (`performance.now()`).
+ * The payload inside a packet's transport encryption (after any RTP extension's body), or undefined when it does
+ * not authenticate under `transport`.
  */
-export function readRtp(
-  packet: Buffer,
-  sessionOf: (
-    ssrc: number,
-  ) => { readonly guildId: string; readonly transport: TransportKey | undefined } | undefined,
-  receivedAt: number = performance.now(),
-): SealedRtp | undefined {
-  const first = packet[0] ?? 0;
-  const csrcCount = first & 0x0f;
-  const hasExtension = (first & 0x10) !== 0;
-  // rtpsize modes authenticate the fixed header, CSRCs and the 4-byte extension header, and encrypt the rest.
-  const headerLength = 12 + 4 * csrcCount + (hasExtension ? 4 : 0);
-  const ssrc = packet.readUInt32BE(8);
-  const allocation = sessionOf(ssrc);
-  const transport = allocation?.transport;
-  if (!allocation || !transport || packet.length < headerLength + TAG_BYTES + 4) return undefined;
-  return {
-    guildId: allocation.guildId,
-    mode: transport.mode,
-    frame: { receivedAt, ssrc, seq: packet.readUInt16BE(2), timestamp: packet.readUInt32BE(4) },
-    open: () => {
-      const plain = open(
-        transport,
-        packet.subarray(0, headerLength),
-        packet.subarray(headerLength, packet.length - 4),
-        packet.subarray(packet.length - 4),
-      );
-      if (!plain) return undefined;
-      const extensionWords = hasExtension ? packet.readUInt16BE(headerLength - 2) : 0;
-      return plain.subarray(extensionWords * 4);
-    },
-  };
+export function openRtp(packet: Buffer, transport: TransportKey): Buffer | undefined {
+  const headerLength = headerLengthOf(packet);
+  const plain = open(
+    transport,
+    packet.subarray(0, headerLength),
+    packet.subarray(headerLength, packet.length - 4),
+    packet.subarray(packet.length - 4),
+  );
+  if (!plain) return undefined;
+  const extensionWords = (packet[0] ?? 0) & 0x10 ? packet.readUInt16BE(headerLength - 2) : 0;
+  return plain.subarray(extensionWords * 4);
 }
 
 /**
@@ -86,12 +89,20 @@ export function readRtp(
  */
 export function decryptRtp(
   packet: Buffer,
-  sessionOf: Parameters<typeof readRtp>[1],
+  sessionOf: SessionOfSsrc,
   receivedAt: number = performance.now(),
 ): { guildId: string; mode: EncryptionMode; payload: Buffer; frame: RtpFields } | undefined {
-  const sealed = readRtp(packet, sessionOf, receivedAt);
-  const payload = sealed?.open();
-  return sealed && payload && { guildId: sealed.guildId, mode: sealed.mode, payload, frame: sealed.frame };
+  const session = rtpSession(packet, sessionOf);
+  const payload = session && openRtp(packet, session.transport);
+  return (
+    session &&
+    payload && {
+      guildId: session.guildId,
+      mode: session.transport.mode,
+      payload,
+      frame: rtpFields(packet, receivedAt),
+    }
+  );
 }
 
 // The nonces: the packet's 4-byte counter, then zeros. Filled in place for each packet (the decryption copies it).

@@ -8,8 +8,8 @@ import {
   AES_MODE,
   decryptRtp,
   type EncryptionMode,
-  readRtp,
-  type SealedRtp,
+  openRtp,
+  rtpSession,
   type TransportKey,
   transportKey,
   XCHACHA_MODE,
@@ -147,31 +147,40 @@ class SealedFrame implements CapturedFrame {
   readonly ssrc: number;
   readonly seq: number;
   readonly timestamp: number;
-  readonly mode: EncryptionMode;
   readonly dave: boolean;
-  #sealed: SealedRtp | undefined;
+  // Until it is opened: the datagram and its session's key. Nothing else is kept per frame.
+  #packet: Buffer | undefined;
+  readonly #transport: TransportKey;
   #payload: Buffer | undefined;
   readonly #rejected: { count: number };
 
-  constructor(sealed: SealedRtp, dave: boolean, rejected: { count: number }) {
-    ({
-      receivedAt: this.receivedAt,
-      ssrc: this.ssrc,
-      seq: this.seq,
-      timestamp: this.timestamp,
-    } = sealed.frame);
-    this.mode = sealed.mode;
+  constructor(
+    packet: Buffer,
+    receivedAt: number,
+    transport: TransportKey,
+    dave: boolean,
+    rejected: { count: number },
+  ) {
+    this.receivedAt = receivedAt;
+    this.ssrc = packet.readUInt32BE(8);
+    this.seq = packet.readUInt16BE(2);
+    this.timestamp = packet.readUInt32BE(4);
     this.dave = dave;
-    this.#sealed = sealed;
+    this.#packet = packet;
+    this.#transport = transport;
     this.#rejected = rejected;
+  }
+
+  get mode(): EncryptionMode {
+    return this.#transport.mode;
   }
 
   get payload(): Buffer {
     if (this.#payload === undefined) {
-      const payload = this.#sealed?.open();
+      const payload = this.#packet && openRtp(this.#packet, this.#transport);
       if (payload === undefined) this.#rejected.count += 1;
       this.#payload = payload ?? Buffer.alloc(0);
-      this.#sealed = undefined;
+      this.#packet = undefined;
     }
     return this.#payload;
   }
@@ -406,14 +415,17 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     if (message.length < 12 + 16 + 4 || (message[0] ?? 0) >> 6 !== 2) return;
     if (!options.membersDecrypt()) {
       // Nobody decrypts: the packet is captured as it arrived and authenticated when first read (see SealedFrame).
-      const sealed = readRtp(message, sessionOf, receivedAt);
-      if (!sealed) {
+      const session = rtpSession(message, sessionOf);
+      if (!session) {
         rejected.count += 1;
         return;
       }
-      if (isLost(sealed.guildId)) return;
-      const dave = options.dave.group(sealed.guildId) !== undefined;
-      options.events.onFrame(sealed.guildId, new SealedFrame(sealed, dave, rejected));
+      if (isLost(session.guildId)) return;
+      const dave = options.dave.group(session.guildId) !== undefined;
+      options.events.onFrame(
+        session.guildId,
+        new SealedFrame(message, receivedAt, session.transport, dave, rejected),
+      );
       return;
     }
     const frame = decryptRtp(message, sessionOf, receivedAt);
