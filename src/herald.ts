@@ -39,6 +39,7 @@ import {
   observeCacheStore,
   observeGateway,
   observeGenerate,
+  observeInteractionAnswers,
   type ProcessErrorKind,
   startOpsServer,
   statusOf,
@@ -125,6 +126,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const metrics = config.ops.port === undefined ? undefined : createOpsMetrics(opsState);
   const events = metrics?.events ?? noOpsEvents;
   const gateway = observeGateway(client, events);
+  observeInteractionAnswers(client, events);
   const watch = createVoiceWatch(events);
   logger.debug('voice dependencies', { report: generateDependencyReport() });
 

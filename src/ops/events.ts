@@ -15,6 +15,13 @@ export type UtteranceSource = 'speak' | 'autoread';
  */
 export type UtteranceOutcome = 'spoken' | 'refused' | 'failed';
 
+/**
+ * How Discord took the first answer to an interaction (a reply or a deferral): accepted; expired (refused as an
+ * unknown interaction: it came after the three seconds Discord waits, and the member saw "The application did not
+ * respond"); or refused for another reason.
+ */
+export type InteractionAnswer = 'accepted' | 'expired' | 'refused';
+
 /** Why spending stopped (the budget store's block reasons). */
 export type BudgetStopReason = 'floor-reached' | 'service-refused' | 'balance-unknown';
 
@@ -42,6 +49,8 @@ export interface OpsEvents {
   cacheEvicted(entries: number): void;
   /** A voice packet went out, and whether it was late (more than a frame after the previous one). */
   voicePacket(late: boolean): void;
+  /** Discord answered the first answer to an interaction, `seconds` after the interaction was created. */
+  interactionAnswered(outcome: InteractionAnswer, seconds: number): void;
   /** The gateway connection was lost and is being re-established. */
   gatewayReconnect(): void;
   /** A DAVE (end-to-end encryption) protocol transition completed. */
@@ -68,6 +77,7 @@ export const noOpsEvents: OpsEvents = {
   cacheSaved: () => {},
   cacheEvicted: () => {},
   voicePacket: () => {},
+  interactionAnswered: () => {},
   gatewayReconnect: () => {},
   daveTransition: () => {},
   daveFailure: () => {},

@@ -11,6 +11,7 @@ export {
 } from './doctor.ts';
 export {
   type BudgetStopReason,
+  type InteractionAnswer,
   noOpsEvents,
   type OpsEvents,
   type ProcessErrorKind,
@@ -38,6 +39,7 @@ export {
   observeCacheStore,
   observeGateway,
   observeGenerate,
+  observeInteractionAnswers,
   type VoiceWatch,
 } from './observe.ts';
 export {

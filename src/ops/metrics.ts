@@ -2,7 +2,13 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { BudgetStatus } from '../budget/index.ts';
 import type { CacheLookup } from '../cache/index.ts';
 import { DEFAULT_DATABASE_TIMEOUT_MS, within } from './deadline.ts';
-import type { BudgetStopReason, OpsEvents, UtteranceOutcome, UtteranceSource } from './events.ts';
+import type {
+  BudgetStopReason,
+  InteractionAnswer,
+  OpsEvents,
+  UtteranceOutcome,
+  UtteranceSource,
+} from './events.ts';
 import type { OpsState } from './state.ts';
 
 /** The Prometheus registry with Herald's families, fed by {@link OpsEvents} and read from {@link OpsState}. */
@@ -22,6 +28,7 @@ const SOURCES: readonly UtteranceSource[] = ['speak', 'autoread'];
 const OUTCOMES: readonly UtteranceOutcome[] = ['spoken', 'refused', 'failed'];
 const STOP_REASONS: readonly BudgetStopReason[] = ['floor-reached', 'service-refused', 'balance-unknown'];
 const CACHE_LOOKUPS: readonly CacheLookup[] = ['hit', 'miss', 'corrupt'];
+const INTERACTION_ANSWERS: readonly InteractionAnswer[] = ['accepted', 'expired', 'refused'];
 /** The TTS client's error codes; anything else is counted as `OTHER`, so the label stays bounded. */
 export const TTS_ERROR_CODES: readonly string[] = [
   'TTS_INVALID_REQUEST',
@@ -103,6 +110,18 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
     help: 'Voice packets sent more than one 20 ms frame after the previous one of the same utterance.',
     registers,
   });
+  const answers = new Counter({
+    name: 'herald_interaction_answers_total',
+    help: 'First answers to interactions (a reply or a deferral) by how Discord took them: accepted, expired (after the three seconds Discord waits: the member saw "The application did not respond"), refused.',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const answerSeconds = new Histogram({
+    name: 'herald_interaction_answer_seconds',
+    help: "From an interaction being created (its id, on Discord's clock) to Discord accepting its first answer (on this host's clock).",
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 2.5, 3],
+    registers,
+  });
   const reconnects = new Counter({
     name: 'herald_gateway_reconnects_total',
     help: 'Times the Discord gateway connection was lost and re-established.',
@@ -157,6 +176,7 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
     for (const outcome of OUTCOMES) utterances.inc({ source, outcome }, 0);
   }
   for (const code of TTS_ERROR_CODES) ttsErrors.inc({ code }, 0);
+  for (const outcome of INTERACTION_ANSWERS) answers.inc({ outcome }, 0);
   for (const reason of STOP_REASONS) stops.inc({ reason }, 0);
   for (const kind of ['close', 'error'] as const) daveFailures.inc({ kind }, 0);
   for (const kind of CACHE_LOOKUPS) cacheLookups.inc({ kind }, 0);
@@ -288,6 +308,10 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
     voicePacket: (late) => {
       packets.inc();
       if (late) latePackets.inc();
+    },
+    interactionAnswered: (outcome, seconds) => {
+      answers.inc({ outcome });
+      if (outcome === 'accepted') answerSeconds.observe(Math.max(0, seconds));
     },
     gatewayReconnect: () => reconnects.inc(),
     daveTransition: () => daveTransitions.inc(),

@@ -5,7 +5,7 @@ import {
   type VoiceConnectionState,
   VoiceConnectionStatus,
 } from '@discordjs/voice';
-import { type Client, Events, Status } from 'discord.js';
+import { type Client, Events, RESTEvents, SnowflakeUtil, Status } from 'discord.js';
 import type { LiveSession } from '../autoread/reader.ts';
 import {
   type AccountState,
@@ -124,6 +124,27 @@ export function observeGateway(client: Client, events: OpsEvents): { connected()
     connected: () =>
       client.ws.shards.size > 0 && client.ws.shards.every((shard) => shard.status === Status.Ready),
   };
+}
+
+// The first answer to an interaction: POST /interactions/{id}/{token}/callback. The token never leaves this match.
+const INTERACTION_CALLBACK = /^\/interactions\/(\d{17,20})\/[^/]+\/callback$/;
+
+/**
+ * Reports how Discord took each first answer to an interaction, and how long after the interaction's creation:
+ * from the REST client's responses, so commands and the interaction handler know nothing of it. An answer refused
+ * with 404 came too late (Discord forgets an interaction not answered within three seconds). The time is this
+ * host's clock against Discord's (the id's timestamp): a skewed clock shifts it.
+ */
+export function observeInteractionAnswers(client: Client, events: OpsEvents): void {
+  client.rest.on(RESTEvents.Response, (request, response) => {
+    const id = INTERACTION_CALLBACK.exec(request.path)?.[1];
+    if (id === undefined) return;
+    const seconds = (Date.now() - SnowflakeUtil.timestampFrom(id)) / 1000;
+    events.interactionAnswered(
+      response.ok ? 'accepted' : response.status === 404 ? 'expired' : 'refused',
+      seconds,
+    );
+  });
 }
 
 /** Voice close code 4017: the voice server requires the DAVE protocol, which the connection did not speak. */

@@ -176,6 +176,11 @@ describe('the operations endpoint', () => {
     expect(firstPacketSum).toBeGreaterThan(0);
     expect(firstPacketSum).toBeLessThan(60);
     expect(value(text, 'herald_first_packet_seconds_bucket', { source: 'speak', le: '+Inf' })).toBe(4);
+    // The admin's /autoread and four /speak, each answered once and in time (a reply, or a deferral then an edit).
+    expect(value(text, 'herald_interaction_answers_total', { outcome: 'accepted' })).toBe(5);
+    expect(value(text, 'herald_interaction_answers_total', { outcome: 'expired' })).toBe(0);
+    expect(value(text, 'herald_interaction_answer_seconds_count')).toBe(5);
+    expect(value(text, 'herald_interaction_answer_seconds_bucket', { le: '3' })).toBe(5);
     // Every generation's headers were timed.
     const generations = tts().requests.filter((r) => r.path.endsWith('/speech/generate') && r.status === 200);
     expect(value(text, 'herald_tts_first_byte_seconds_count')).toBe(generations.length);

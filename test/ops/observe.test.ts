@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream';
+import { Client, RESTEvents, SnowflakeUtil } from 'discord.js';
 import { describe, expect, it } from 'vitest';
 import { type BudgetStore, createBudgetStore } from '../../src/budget/index.ts';
 import { createCacheStore } from '../../src/cache/index.ts';
@@ -10,6 +11,7 @@ import {
   observeBudgetStore,
   observeCacheStore,
   observeGenerate,
+  observeInteractionAnswers,
 } from '../../src/ops/index.ts';
 import { openDatabase } from '../../src/storage/index.ts';
 import { TtsAbortedError, TtsTimeoutError } from '../../src/tts/index.ts';
@@ -140,5 +142,38 @@ describe('logUtterances', () => {
     ]);
     expect(lines[1]).toMatchObject({ requestId: 'req-1', costUsd: 0.002 });
     expect(JSON.stringify(lines)).not.toContain('secret member text');
+  });
+});
+
+describe('observeInteractionAnswers', () => {
+  it('reports each first answer by how Discord took it, timed from the interaction id, and nothing else', () => {
+    const { events, seen } = recorder();
+    const client = new Client({ intents: [] });
+    observeInteractionAnswers(client, events);
+    const now = Date.now();
+    const id = (ageMs: number) => SnowflakeUtil.generate({ timestamp: now - ageMs }).toString();
+    const respond = (path: string, status: number) =>
+      client.rest.emit(
+        RESTEvents.Response,
+        { method: 'POST', path, route: '', data: {}, options: {}, retries: 0 } as never,
+        { ok: status < 300, status } as never,
+      );
+    respond(`/interactions/${id(400)}/secret-token/callback`, 204);
+    respond(`/interactions/${id(3_500)}/secret-token/callback`, 404);
+    respond(`/interactions/${id(100)}/secret-token/callback`, 400);
+    // Edits of a deferral and other routes are not first answers.
+    respond('/webhooks/1/secret-token/messages/@original', 200);
+    respond('/channels/1/messages', 200);
+    expect(seen.map(([name, outcome]) => [name, outcome])).toEqual([
+      ['interactionAnswered', 'accepted'],
+      ['interactionAnswered', 'expired'],
+      ['interactionAnswered', 'refused'],
+    ]);
+    const [accepted, expired] = seen.map(([, , seconds]) => seconds as number);
+    expect(accepted).toBeGreaterThanOrEqual(0.4);
+    expect(accepted).toBeLessThan(0.4 + 60);
+    expect(expired).toBeGreaterThanOrEqual(3.5);
+    expect(JSON.stringify(seen)).not.toContain('secret-token');
+    void client.destroy();
   });
 });
