@@ -395,18 +395,7 @@ describe('normaliseMessage: a counterexample fast-check found', () => {
 describe('normaliseMessage: a counterexample fast-check found (seed -1232629449)', () => {
   it('a Greek varia (U+1FEF), which NFC turns into a backtick, never pulls a spoiler into inline code', () => {
     // Discord parses the raw text: "\u1FEF" opens no code there, so the spoiler stays hidden.
-    const result = normaliseMessage(
-      { content: '\u1FEF||Qspoilermarkerq secret||`x`', attachments: [], stickers: [] },
-      {
-        linkDomains: false,
-        emoji: 'name',
-        maxChars: 200,
-        repeatCap: 3,
-        userName: () => undefined,
-        roleName: () => undefined,
-        channelName: () => undefined,
-      },
-    );
+    const result = normaliseMessage(message('\u1FEF||Qspoilermarkerq secret||`x`'), options());
     expect(result.toLowerCase()).not.toContain('secret');
     expect(result).toContain('spoiler');
   });
@@ -414,18 +403,7 @@ describe('normaliseMessage: a counterexample fast-check found (seed -1232629449)
 
 describe('normaliseMessage: a counterexample fast-check found (seed -201896095)', () => {
   it('a URL that ends in "://" (inline code after a bare scheme) is a link, not a scheme with its "://" cut off', () => {
-    const result = normaliseMessage(
-      { content: 'http://`xhttp://` ', attachments: [], stickers: [] },
-      {
-        linkDomains: false,
-        emoji: 'name',
-        maxChars: 100,
-        repeatCap: 1,
-        userName: () => undefined,
-        roleName: () => undefined,
-        channelName: () => undefined,
-      },
-    );
+    const result = normaliseMessage(message('http://`xhttp://` '), options({ repeatCap: 1 }));
     expect(result).not.toMatch(FORBIDDEN);
     expect(result).toBe('a link');
   });
