@@ -73,6 +73,12 @@ export interface BenchOptions {
    */
   readonly receiverNapMs?: number;
   /**
+   * A diagnostic, not the issue's scenario: in P4 the members' `/speak` go out evenly over this many ms rather
+   * than at the same moment (default 0, the same moment). Shows how much of the lateness comes from the start of
+   * the burst.
+   */
+  readonly speakSpreadMs?: number;
+  /**
    * For P4 and P6 (hundreds of streams at once), the emulated TTS service writes audio at most once per this many
    * ms (default {@link TTS_WRITE_EVERY_MS}), what fell due in between together. 0: each Ogg page (one 20 ms
    * packet) alone, as it falls due, which is how P1–P3 (one stream) always run: on loopback, 200 streams at 4× real
@@ -367,6 +373,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
             options.audioSeconds,
             idleRssMb,
             options.receiverNapMs ?? RECEIVER_NAP_MS,
+            options.speakSpreadMs ?? 0,
           ),
         );
       }
@@ -555,6 +562,7 @@ async function speakAll(
   audioSeconds: number,
   idleRssMb: number,
   receiverNapMs: number,
+  speakSpreadMs: number,
 ): Promise<ConcurrencyStep> {
   const text = utteranceOf(audioSeconds);
   for (const server of servers) discord.voice(server.guild).clear();
@@ -584,15 +592,16 @@ async function speakAll(
   }, 1000);
   try {
     const answers = await Promise.all(
-      servers.map((server) =>
-        discord.slash(server.member, 'speak', { text }).then(
+      servers.map(async (server, i) => {
+        if (speakSpreadMs > 0) await sleep((speakSpreadMs * i) / servers.length);
+        return discord.slash(server.member, 'speak', { text }).then(
           () => {
             answeredAt.push(performance.now() - stepStart);
             return true;
           },
           () => false,
-        ),
-      ),
+        );
+      }),
     );
     unanswered = answers.filter((answered) => !answered).length;
     await untilQuiet(discord, servers, audioSeconds * 1000 + 60_000);
