@@ -11,9 +11,10 @@
  * over 1–600 groups in turn, as in 600 servers at once. Run: `npm run bench:dave-frame`;
  * prints a table and writes bench/results/dave-frame-<date>-<commit>.json.
  */
+import { Networking } from '@discordjs/voice';
 import type Davey from '@snazzah/davey';
 import sodium from 'sodium-native';
-import { cpuMicrosPerCall } from './cpu-time.ts';
+import { cpuMicrosPerCall, cpuMsSince, median } from './cpu-time.ts';
 import { BOT, daveGroup as group, opusLikeFrame } from './reference-frame.ts';
 import { machineOf, writeResult } from './result-file.ts';
 
@@ -36,6 +37,105 @@ interface SizeResult {
   /** The transport layer over the DAVE frame: XChaCha20-Poly1305 with a 12-byte RTP header as additional data. */
   readonly transportEncryptUs: number;
 }
+
+/**
+ * The whole packet as @discordjs/voice builds it for each frame, `Networking.createAudioPacket` (patched, 007: one
+ * buffer, the ciphertext written in place), beside the unpatched library's recipe (the same DAVE frame, the ciphertext
+ * in a buffer of its own, then Buffer.concat of header, ciphertext and nonce), in alternate rounds, a frame for each
+ * of {@link PACKET_GROUPS} groups in turn. DAVE's share is the same in both; what differs is the assembly.
+ */
+const PACKET_GROUPS = 300;
+const PACKET_BYTES = 120;
+interface PacketConnection {
+  encryptionMode: string;
+  secretKey: Uint8Array;
+  nonce: number;
+  nonceBuffer: Buffer;
+  sequence: number;
+  timestamp: number;
+  ssrc: number;
+  rtpHeader?: Buffer;
+}
+const library = Networking.prototype as unknown as {
+  createAudioPacket(opus: Buffer, data: PacketConnection, dave: { encrypt(frame: Buffer): Buffer }): Buffer;
+};
+/** The unpatched createAudioPacket and encryptOpusPacket for XChaCha20-Poly1305 through sodium-native. */
+function unpatchedPacket(
+  opus: Buffer,
+  data: PacketConnection,
+  dave: { encrypt(frame: Buffer): Buffer },
+): Buffer {
+  data.rtpHeader ??= Buffer.alloc(12);
+  const header = data.rtpHeader;
+  header[0] = 0x80;
+  header[1] = 0x78;
+  header.writeUIntBE(data.sequence, 2, 2);
+  header.writeUIntBE(data.timestamp, 4, 4);
+  header.writeUIntBE(data.ssrc, 8, 4);
+  const payload = dave.encrypt(opus);
+  data.nonce++;
+  data.nonceBuffer.writeUInt32BE(data.nonce, 0);
+  const sealed = Buffer.allocUnsafe(payload.length + sodium.crypto_aead_xchacha20poly1305_ietf_ABYTES);
+  sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(
+    sealed,
+    payload,
+    header,
+    null,
+    data.nonceBuffer,
+    data.secretKey,
+  );
+  return Buffer.concat([header, ...[sealed, data.nonceBuffer.subarray(0, 4)]]);
+}
+const packetGroups = Array.from({ length: PACKET_GROUPS }, (_, i) => {
+  const session = group().bot;
+  return {
+    // What the library's DAVESession.encrypt does once its group is ready.
+    dave: { encrypt: (frame: Buffer) => session.encryptOpus(frame) },
+    frame: opusLikeFrame(PACKET_BYTES),
+    data: {
+      encryptionMode: 'aead_xchacha20_poly1305_rtpsize',
+      secretKey: new Uint8Array(Buffer.alloc(32, i)),
+      nonce: 0,
+      nonceBuffer: Buffer.alloc(24),
+      sequence: i,
+      timestamp: i * 960,
+      ssrc: 1000 + i,
+    } as PacketConnection,
+  };
+});
+// @discordjs/voice loads sodium-native asynchronously on import; until then its packets throw.
+for (let tries = 0; ; tries++) {
+  try {
+    const probe = packetGroups[0];
+    if (probe)
+      library.createAudioPacket(probe.frame, { ...probe.data, nonceBuffer: Buffer.alloc(24) }, probe.dave);
+    break;
+  } catch (error) {
+    if (tries > 100) throw error;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+const packetRounds = { library: [] as number[], unpatched: [] as number[] };
+for (let round = 0; round < ROUNDS * 2; round++) {
+  // Alternately first, so that neither always meets the garbage the other left.
+  const order = round % 2 === 0 ? (['library', 'unpatched'] as const) : (['unpatched', 'library'] as const);
+  for (const name of order) {
+    const before = process.cpuUsage();
+    for (let call = 0; call < CALLS; call++) {
+      const g = packetGroups[call % PACKET_GROUPS];
+      if (!g) continue;
+      if (name === 'library') library.createAudioPacket(g.frame, g.data, g.dave);
+      else unpatchedPacket(g.frame, g.data, g.dave);
+    }
+    packetRounds[name].push((cpuMsSince(before) * 1000) / CALLS);
+  }
+}
+const packet = {
+  groups: PACKET_GROUPS,
+  bytes: PACKET_BYTES,
+  libraryUs: median(packetRounds.library, 2),
+  unpatchedUs: median(packetRounds.unpatched, 2),
+};
 
 const { bot, member } = group();
 const key = Buffer.alloc(32, 7);
@@ -91,10 +191,16 @@ for (const r of results) {
 }
 console.log(`DAVE encrypt of a ${SPREAD_BYTES}-byte frame, one group after another`);
 for (const r of spread) console.log(`${String(r.sessions).padEnd(5)} groups  ${r.daveEncryptUs} µs`);
+console.log(
+  `The whole packet (DAVE, transport, RTP header; ${PACKET_BYTES}-byte frames, ${PACKET_GROUPS} groups in turn, alternate rounds)`,
+);
+console.log(`@discordjs/voice createAudioPacket (patch 007: one buffer)  ${packet.libraryUs} µs`);
+console.log(`the unpatched recipe (a buffer each, then Buffer.concat)     ${packet.unpatchedUs} µs`);
 const file = writeResult('dave-frame', startedAt, machine, {
   calls: CALLS,
   rounds: ROUNDS,
   results,
   spread,
+  packet,
 });
 console.log(`written to ${file}`);
