@@ -54,7 +54,13 @@ export function startHeraldProcess(
   const script = options.entry === 'shards' ? SHARDS : INDEX;
   const child = spawn(process.execPath, [...flags, script], {
     cwd,
-    env: { PATH: process.env.PATH ?? '', ...env },
+    // The shard processes are forked by discord.js's ShardingManager without the manager's flags: they get them
+    // through NODE_OPTIONS (--cpu-prof then profiles every shard, not only the manager).
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...env,
+      ...(options.entry === 'shards' && flags.length > 0 ? { NODE_OPTIONS: flags.join(' ') } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
