@@ -65,8 +65,7 @@ export function createOggPacketReader(): OggPacketReader {
   const readPage = (out: OggPacket[]): boolean => {
     const start = peek(Math.min(CAPTURE.length, queued));
     if (start === undefined || start.length === 0) return false;
-    const prefix = start.subarray(0, Math.min(CAPTURE.length, start.length));
-    if (!prefix.equals(CAPTURE.subarray(0, prefix.length))) {
+    if (!startsWithCapture(start)) {
       if (offset === 0) {
         throw new AudioFormatError(
           'ERR_NOT_OGG',
@@ -77,37 +76,38 @@ export function createOggPacketReader(): OggPacketReader {
     }
     const head = peek(HEADER_SIZE);
     if (head === undefined) return false;
-    const version = head.readUInt8(4);
+    const version = head[4] as number;
     if (version !== 0) {
       throw new AudioFormatError(
         'ERR_OGG_CORRUPT',
         `Ogg page at byte ${offset} has version ${version}, not 0`,
       );
     }
-    const segments = head.readUInt8(26);
+    const segments = head[26] as number;
     const withTable = peek(HEADER_SIZE + segments);
     if (withTable === undefined) return false;
     let bodySize = 0;
-    for (let i = 0; i < segments; i++) bodySize += withTable.readUInt8(HEADER_SIZE + i);
+    for (let i = HEADER_SIZE; i < HEADER_SIZE + segments; i++) bodySize += withTable[i] as number;
     const pageSize = HEADER_SIZE + segments + bodySize;
     const page = peek(pageSize);
     if (page === undefined) return false;
 
     const stored = page.readUInt32LE(22);
-    const computed = oggCrc(page.subarray(0, pageSize));
+    const computed = crcOf(page, pageSize);
     if (stored !== computed) {
       throw new AudioFormatError(
         'ERR_OGG_CRC',
         `Ogg page at byte ${offset} has a bad CRC (stored ${hex(stored)}, computed ${hex(computed)})`,
       );
     }
-    splitPage(page.subarray(0, pageSize), segments, out);
+    splitPage(page, segments, out);
     consume(pageSize);
     return true;
   };
 
+  /** Splits the page that starts `page` into packets (its lacing table says where it ends; more bytes may follow). */
   const splitPage = (page: Buffer, segments: number, out: OggPacket[]): void => {
-    const flags = page.readUInt8(5);
+    const flags = page[5] as number;
     const serial = page.readUInt32LE(14);
     const sequence = page.readUInt32LE(18);
     let stream = streams.get(serial);
@@ -136,7 +136,7 @@ export function createOggPacketReader(): OggPacketReader {
     let partStart = position;
     const lastPacketIndex = lastCompleteSegment(page, segments);
     for (let i = 0; i < segments; i++) {
-      const lacing = page.readUInt8(HEADER_SIZE + i);
+      const lacing = page[HEADER_SIZE + i] as number;
       position += lacing;
       if (lacing === 255) continue;
       const part = page.subarray(partStart, position);
@@ -188,31 +188,68 @@ export function createOggPacketReader(): OggPacketReader {
 }
 
 function lastCompleteSegment(page: Buffer, segments: number): number {
-  for (let i = segments - 1; i >= 0; i--) if (page.readUInt8(HEADER_SIZE + i) !== 255) return i;
+  for (let i = segments - 1; i >= 0; i--) if (page[HEADER_SIZE + i] !== 255) return i;
   return -1;
+}
+
+/** Whether `bytes` (1–4 of them or more) start as "OggS" does, as far as they go. */
+function startsWithCapture(bytes: Buffer): boolean {
+  const n = Math.min(CAPTURE.length, bytes.length);
+  for (let i = 0; i < n; i++) if (bytes[i] !== CAPTURE[i]) return false;
+  return true;
 }
 
 function hex(value: number): string {
   return `0x${value.toString(16).padStart(8, '0')}`;
 }
 
-// Ogg's CRC-32: polynomial 0x04C11DB7, MSB first, initial value 0, no final XOR (RFC 3533 §6).
-const CRC_TABLE = (() => {
-  const table = new Uint32Array(256);
+// Ogg's CRC-32: polynomial 0x04C11DB7, MSB first, initial value 0, no final XOR (RFC 3533 §6). CRC_TABLES[k][b] is
+// the CRC of byte b followed by k zero bytes, for reading four bytes a step ("slicing by 4").
+const CRC_TABLES = (() => {
+  const tables = [0, 1, 2, 3].map(() => new Uint32Array(256));
+  const [t0, t1, t2, t3] = tables as [Uint32Array, Uint32Array, Uint32Array, Uint32Array];
   for (let i = 0; i < 256; i++) {
     let r = i << 24;
     for (let bit = 0; bit < 8; bit++) r = r & 0x80000000 ? (r << 1) ^ 0x04c11db7 : r << 1;
-    table[i] = r >>> 0;
+    t0[i] = r >>> 0;
   }
-  return table;
+  for (let i = 0; i < 256; i++) {
+    t1[i] = ((t0[i] as number) << 8) ^ (t0[(t0[i] as number) >>> 24] as number);
+    t2[i] = ((t1[i] as number) << 8) ^ (t0[(t1[i] as number) >>> 24] as number);
+    t3[i] = ((t2[i] as number) << 8) ^ (t0[(t2[i] as number) >>> 24] as number);
+  }
+  return { t0, t1, t2, t3 };
 })();
 
 /** Ogg page checksum, computed with the page's own CRC field (bytes 22–25) taken as zero. */
 export function oggCrc(page: Buffer): number {
+  return crcOf(page, page.length);
+}
+
+/**
+ * {@link oggCrc} of the first `length` bytes of `bytes`: the bytes before the CRC field, four zeros in its place, then
+ * the rest four bytes a step (it runs over every byte Herald plays).
+ */
+function crcOf(bytes: Buffer, length: number): number {
+  const { t0, t1, t2, t3 } = CRC_TABLES;
   let crc = 0;
-  for (let i = 0; i < page.length; i++) {
-    const byte = i >= 22 && i < 26 ? 0 : (page[i] ?? 0);
-    crc = ((crc << 8) ^ (CRC_TABLE[((crc >>> 24) ^ byte) & 0xff] ?? 0)) >>> 0;
+  const field = Math.min(22, length);
+  for (let i = 0; i < field; i++)
+    crc = (crc << 8) ^ (t0[((crc >>> 24) ^ (bytes[i] as number)) & 0xff] as number);
+  for (let i = field; i < Math.min(26, length); i++) crc = (crc << 8) ^ (t0[(crc >>> 24) & 0xff] as number);
+  let i = 26;
+  for (; i + 4 <= length; i += 4) {
+    crc ^=
+      ((bytes[i] as number) << 24) |
+      ((bytes[i + 1] as number) << 16) |
+      ((bytes[i + 2] as number) << 8) |
+      (bytes[i + 3] as number);
+    crc =
+      (t3[crc >>> 24] as number) ^
+      (t2[(crc >>> 16) & 0xff] as number) ^
+      (t1[(crc >>> 8) & 0xff] as number) ^
+      (t0[crc & 0xff] as number);
   }
-  return crc;
+  for (; i < length; i++) crc = (crc << 8) ^ (t0[((crc >>> 24) ^ (bytes[i] as number)) & 0xff] as number);
+  return crc >>> 0;
 }

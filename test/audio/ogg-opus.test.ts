@@ -333,6 +333,19 @@ describe('createOggOpusPacketizer: errors', () => {
       /expected page 3/,
     ],
     ['an empty body', Buffer.alloc(0), 'ERR_NOT_OPUS', /no OpusHead/],
+    // The capture pattern's first byte, with the page's CRC made right: only the pattern can tell.
+    [
+      'a first page starting "xggS"',
+      withPage(0, (p) => p.write('x', 0, 'latin1'), true),
+      'ERR_NOT_OGG',
+      /"OggS"/,
+    ],
+    [
+      'a page starting "XggS"',
+      withPage(3, (p) => p.write('X', 0, 'latin1'), true),
+      'ERR_OGG_CORRUPT',
+      /page sync/,
+    ],
   ])('%s is a readable error', async (_name, data, code, message) => {
     const failure = packetize(chunked(data, 5));
     await expect(failure).rejects.toThrow(message);
