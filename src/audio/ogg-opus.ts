@@ -157,6 +157,13 @@ const ENCODER_LOOKAHEAD = 312;
 export interface OggOpusPacketizerOptions {
   /** Where the stream's layout and the paths taken (passthrough, split, re-encoded) are logged at debug. */
   readonly logger?: Logger;
+  /**
+   * The first packets are held until this many are ready (or the input ends), then pushed together; default 1.
+   * A player starts on the first packet it can read: from a service that sends at real time, one packet ahead
+   * runs dry at the next 20 ms tick at the least delay, and the listeners hear a frame of silence in the first
+   * words. A few frames ahead absorb that; from a service faster than real time they are there within milliseconds.
+   */
+  readonly startFrames?: number;
 }
 
 type Phase = 'head' | 'tags' | 'audio';
@@ -183,9 +190,20 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
   let pendingBytes = 0;
   let skipSamples = 0;
 
+  let held: Buffer[] | undefined = (options.startFrames ?? 1) > 1 ? [] : undefined;
+  const release = (stream: Transform, packets: Buffer[]): void => {
+    held = undefined;
+    for (const packet of packets) stream.push(packet);
+  };
+
   const emit = (stream: Transform, packet: Buffer): void => {
     outputs++;
-    stream.push(packet);
+    if (held === undefined) {
+      stream.push(packet);
+      return;
+    }
+    held.push(packet);
+    if (held.length >= (options.startFrames ?? 1)) release(stream, held);
   };
 
   // Audio already passed through has used up the pre-skip: it is only dropped from decoded audio at the start.
@@ -331,6 +349,7 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
         if (phase !== 'audio')
           throw new AudioFormatError('ERR_TRUNCATED', 'Ogg Opus stream ended before OpusTags');
         flushReencoder(this);
+        if (held !== undefined) release(this, held);
         logger.debug('ogg opus done', { ...stats, outputs });
         callback();
       } catch (error) {

@@ -165,6 +165,38 @@ describe('createOggOpusPacketizer: demuxes at the pace of its reader', () => {
   });
 });
 
+describe('createOggOpusPacketizer: startFrames', () => {
+  // A service sending at real time: one 20 ms page at a time, the reader waiting for the first packet.
+  const packets = encodeTone({ hz: 440, durationMs: 200, frameMs: 20, channels: 1 });
+  const [head, tags, ...audio] = writeOggOpus({ packets, channels: 1, frameSamples: 960 });
+
+  it('holds the first packets until that many are ready, then passes each on as it comes', () => {
+    const packetizer = createOggOpusPacketizer({ startFrames: 3 });
+    const waiting: number[] = [];
+    for (const page of [head, tags, ...audio.slice(0, 4)]) {
+      packetizer.write(page);
+      waiting.push(packetizer.readableLength);
+    }
+    // Head, tags, then two packets held; the third releases all three; the fourth follows alone.
+    expect(waiting).toEqual([0, 0, 0, 0, 3, 4]);
+    expect([packetizer.read(), packetizer.read(), packetizer.read(), packetizer.read()]).toEqual(
+      packets.slice(0, 4),
+    );
+  });
+
+  it('gives a stream shorter than that everything it holds when the input ends', async () => {
+    const short = writeOggOpus({ packets: packets.slice(0, 2), channels: 1, frameSamples: 960 });
+    const out = await runTransform<Buffer>(createOggOpusPacketizer({ startFrames: 3 }), short);
+    expect(out).toEqual(packets.slice(0, 2));
+  });
+
+  it('passes the first packet on at once by default', () => {
+    const packetizer = createOggOpusPacketizer();
+    for (const page of [head, tags, audio[0]]) packetizer.write(page);
+    expect(packetizer.readableLength).toBe(1);
+  });
+});
+
 describe('createOggOpusPacketizer: packets continued across pages', () => {
   // 128 kbit/s CBR makes 320-byte packets; pages capped at 600 bytes split them across pages.
   const packets = encodeTone({ hz: 440, durationMs: 1000, frameMs: 20, channels: 2, bitrate: 128_000 });

@@ -1,5 +1,6 @@
 import childProcess from 'node:child_process';
 import { PassThrough, Readable } from 'node:stream';
+import { setImmediate as tick } from 'node:timers/promises';
 import {
   AudioPlayerStatus,
   createAudioPlayer,
@@ -65,6 +66,20 @@ describe('createSpeechResource', () => {
     expect(await readAll(resource.playStream)).toEqual(oggPackets);
     expect(resource.encoder).toBeUndefined();
     expect(spawnCount(spies)).toBe(0);
+  });
+
+  it('Ogg: the player can start once three frames are ready, not on the first (a service at real time)', async () => {
+    const source = new PassThrough();
+    const resource = createSpeechResource(source, { format: 'opus', metadata: {} });
+    const [head, tags, ...audio] = writeOggOpus({ packets: oggPackets, channels: 1, frameSamples: 960 });
+    // One page at a time, as a service sending at real time does; `started` is the player's cue to play.
+    for (const page of [head, tags, audio[0], audio[1]]) source.write(page);
+    for (let i = 0; i < 5; i++) await tick();
+    expect(resource.started).toBe(false);
+    expect(resource.playStream.readableLength).toBe(0);
+    source.write(audio[2]);
+    await vi.waitFor(() => expect(resource.started).toBe(true));
+    expect(resource.playStream.readableLength).toBe(3);
   });
 
   it('ends with five frames of silence, or with the pause asked for once the next utterance is ready', async () => {
