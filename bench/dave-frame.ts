@@ -11,12 +11,12 @@
  * over 1–600 groups in turn, as in 600 servers at once. Run: `npm run bench:dave-frame`;
  * prints a table and writes bench/results/dave-frame-<date>-<commit>.json.
  */
-import { Networking } from '@discordjs/voice';
 import type Davey from '@snazzah/davey';
 import sodium from 'sodium-native';
 import { cpuMicrosPerCall, cpuMsSince, median } from './cpu-time.ts';
 import { BOT, daveGroup as group, opusLikeFrame } from './reference-frame.ts';
 import { machineOf, writeResult } from './result-file.ts';
+import { createAudioPacket, type PacketConnection, unpatchedPacket } from './voice-packet.ts';
 
 const SIZES = [40, 80, 120, 160, 320, 1_000] as const;
 const CALLS = Number(process.env.CALLS ?? 50_000);
@@ -46,46 +46,6 @@ interface SizeResult {
  */
 const PACKET_GROUPS = 300;
 const PACKET_BYTES = 120;
-interface PacketConnection {
-  encryptionMode: string;
-  secretKey: Uint8Array;
-  nonce: number;
-  nonceBuffer: Buffer;
-  sequence: number;
-  timestamp: number;
-  ssrc: number;
-  rtpHeader?: Buffer;
-}
-const library = Networking.prototype as unknown as {
-  createAudioPacket(opus: Buffer, data: PacketConnection, dave: { encrypt(frame: Buffer): Buffer }): Buffer;
-};
-/** The unpatched createAudioPacket and encryptOpusPacket for XChaCha20-Poly1305 through sodium-native. */
-function unpatchedPacket(
-  opus: Buffer,
-  data: PacketConnection,
-  dave: { encrypt(frame: Buffer): Buffer },
-): Buffer {
-  data.rtpHeader ??= Buffer.alloc(12);
-  const header = data.rtpHeader;
-  header[0] = 0x80;
-  header[1] = 0x78;
-  header.writeUIntBE(data.sequence, 2, 2);
-  header.writeUIntBE(data.timestamp, 4, 4);
-  header.writeUIntBE(data.ssrc, 8, 4);
-  const payload = dave.encrypt(opus);
-  data.nonce++;
-  data.nonceBuffer.writeUInt32BE(data.nonce, 0);
-  const sealed = Buffer.allocUnsafe(payload.length + sodium.crypto_aead_xchacha20poly1305_ietf_ABYTES);
-  sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(
-    sealed,
-    payload,
-    header,
-    null,
-    data.nonceBuffer,
-    data.secretKey,
-  );
-  return Buffer.concat([header, ...[sealed, data.nonceBuffer.subarray(0, 4)]]);
-}
 const packetGroups = Array.from({ length: PACKET_GROUPS }, (_, i) => {
   const session = group().bot;
   return {
@@ -107,8 +67,7 @@ const packetGroups = Array.from({ length: PACKET_GROUPS }, (_, i) => {
 for (let tries = 0; ; tries++) {
   try {
     const probe = packetGroups[0];
-    if (probe)
-      library.createAudioPacket(probe.frame, { ...probe.data, nonceBuffer: Buffer.alloc(24) }, probe.dave);
+    if (probe) createAudioPacket(probe.frame, { ...probe.data, nonceBuffer: Buffer.alloc(24) }, probe.dave);
     break;
   } catch (error) {
     if (tries > 100) throw error;
@@ -124,7 +83,7 @@ for (let round = 0; round < ROUNDS * 2; round++) {
     for (let call = 0; call < CALLS; call++) {
       const g = packetGroups[call % PACKET_GROUPS];
       if (!g) continue;
-      if (name === 'library') library.createAudioPacket(g.frame, g.data, g.dave);
+      if (name === 'library') createAudioPacket(g.frame, g.data, g.dave);
       else unpatchedPacket(g.frame, g.data, g.dave);
     }
     packetRounds[name].push((cpuMsSince(before) * 1000) / CALLS);

@@ -6,22 +6,12 @@
  * The library's own method, called as Networking.prepareAudioPacket calls it for every frame.
  */
 import crypto from 'node:crypto';
-import { Networking } from '@discordjs/voice';
 import sodium from 'sodium-native';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-
-interface ConnectionData {
-  encryptionMode: string;
-  secretKey: Uint8Array;
-  nonce: number;
-  nonceBuffer: Buffer;
-  sequence: number;
-  timestamp: number;
-  ssrc: number;
-}
+import { createAudioPacket, type PacketConnection, unpatchedPacket } from '../../bench/voice-packet.ts';
 
 /** What the library keeps per connection for its packets, at a given nonce. */
-function connection(encryptionMode = 'aead_xchacha20_poly1305_rtpsize', nonce = 41): ConnectionData {
+function connection(encryptionMode = 'aead_xchacha20_poly1305_rtpsize', nonce = 41): PacketConnection {
   return {
     encryptionMode,
     secretKey: new Uint8Array(Buffer.alloc(32, 7)),
@@ -36,36 +26,7 @@ function connection(encryptionMode = 'aead_xchacha20_poly1305_rtpsize', nonce = 
 /** A stand-in for the library's DAVESession: its `encrypt` is what createAudioPacket calls on each frame. */
 const dave = { encrypt: (frame: Buffer) => Buffer.concat([Buffer.from('dave:'), frame]) };
 
-// Private in the typings: the method each prepared frame goes through.
-const networking = Networking.prototype as unknown as {
-  createAudioPacket(opus: Buffer, data: ConnectionData, daveSession?: typeof dave): Buffer;
-};
-const createAudioPacket = (opus: Buffer, data: ConnectionData, daveSession?: typeof dave) =>
-  networking.createAudioPacket(opus, data, daveSession);
-
 const opus = Buffer.alloc(120, 0x5a);
-
-/** The packet as the unpatched library builds it: header ‖ XChaCha20-Poly1305(payload, AD = header) ‖ nonce. */
-function expectedXChaChaPacket(payload: Buffer, data: ConnectionData, nonce: number): Buffer {
-  const header = Buffer.alloc(12);
-  header[0] = 0x80;
-  header[1] = 0x78;
-  header.writeUInt16BE(data.sequence, 2);
-  header.writeUInt32BE(data.timestamp, 4);
-  header.writeUInt32BE(data.ssrc, 8);
-  const nonceBuffer = Buffer.alloc(24);
-  nonceBuffer.writeUInt32BE(nonce, 0);
-  const sealed = Buffer.alloc(payload.length + sodium.crypto_aead_xchacha20poly1305_ietf_ABYTES);
-  sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(
-    sealed,
-    payload,
-    header,
-    null,
-    nonceBuffer,
-    data.secretKey,
-  );
-  return Buffer.concat([header, sealed, nonceBuffer.subarray(0, 4)]);
-}
 
 beforeAll(async () => {
   // The library loads its encryption package asynchronously when imported; until then every packet throws.
@@ -94,11 +55,10 @@ describe('@discordjs/voice Networking.createAudioPacket (patched: one buffer per
 
   it('sends the bytes the library always sent: header, ciphertext and tag, the nonce', () => {
     const data = connection();
-    const first = createAudioPacket(opus, data);
-    const second = createAudioPacket(opus, data);
+    const reference = connection();
 
-    expect(first).toEqual(expectedXChaChaPacket(opus, connection(), 42));
-    expect(second).toEqual(expectedXChaChaPacket(opus, connection(), 43));
+    expect(createAudioPacket(opus, data)).toEqual(unpatchedPacket(opus, reference));
+    expect(createAudioPacket(opus, data)).toEqual(unpatchedPacket(opus, reference));
     expect(data.nonce).toBe(43);
   });
 
@@ -109,7 +69,9 @@ describe('@discordjs/voice Networking.createAudioPacket (patched: one buffer per
 
     // The nonce wraps to 0 after 2^32 - 1, as before.
     expect(data.nonce).toBe(0);
-    expect(packet).toEqual(expectedXChaChaPacket(dave.encrypt(opus), connection(), 0));
+    expect(packet).toEqual(
+      unpatchedPacket(opus, connection('aead_xchacha20_poly1305_rtpsize', 2 ** 32 - 1), dave),
+    );
     const nonce = Buffer.alloc(24);
     packet.copy(nonce, 0, packet.length - 4);
     const opened = Buffer.alloc(packet.length - 12 - 4 - 16);
