@@ -355,11 +355,14 @@ export class SpeechQueue {
     const next = this.#waiting[0];
     if (this.#drained || !this.#canPlay || !current?.playing || !next || next.synthesis) return;
     const durationS = current.prepared?.result.durationS;
-    if (durationS === undefined || this.#position === undefined) {
+    if (durationS === undefined) {
       // Without the duration the end cannot be foreseen: one ahead is the closest to "just in time" there is.
       this.#prepare(next);
       return;
     }
+    // Handed to the player but not started yet (it waits for its first frames): started() schedules this again
+    // once there is a position to count from. Preparing now would pay for the next one early.
+    if (this.#position === undefined) return;
     const dueInMs = durationS * 1000 - this.#position() - this.#options.pacing.leadMs();
     if (dueInMs <= 0) this.#prepare(next);
     else this.#prefetchTimer = setTimeout(() => this.#schedulePrefetch(), dueInMs);

@@ -23,7 +23,15 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-function harness(options: { perServer?: number; perMember?: number; pacing?: SynthesisPacing } = {}) {
+function harness(
+  options: {
+    perServer?: number;
+    perMember?: number;
+    pacing?: SynthesisPacing;
+    /** False: the player does not report that it started (it waits for frames) until the test calls started(). */
+    startsAtOnce?: boolean;
+  } = {},
+) {
   const pending: Pending[] = [];
   const played: Utterance[] = [];
   const unplayed: { text: string; reason: DropReason }[] = [];
@@ -70,7 +78,7 @@ function harness(options: { perServer?: number; perMember?: number; pacing?: Syn
     play: (utterance: Utterance, _prepared: Prepared) => {
       played.push(utterance);
       // The player reports back at once that it is playing.
-      queueMicrotask(() => queue.started(utterance, () => position));
+      if (options.startsAtOnce !== false) queueMicrotask(() => queue.started(utterance, () => position));
     },
     stopPlayback: () => {
       stops += 1;
@@ -150,6 +158,26 @@ describe('SpeechQueue: paying as late as gapless playback allows', () => {
     h.queue.finished(h.played[0] as Utterance);
     await h.flush();
     expect(h.played.map((u) => u.request.text)).toEqual(['one', 'two']);
+  });
+
+  it('pays for the next only once the player has started the one handed to it, not while it waits for frames', async () => {
+    const h = harness({ startsAtOnce: false });
+    h.queue.setCanPlay(true);
+    h.say('one');
+    await h.flush();
+    h.pending[0]?.resolve(2);
+    await h.flush();
+    expect(h.played.map((u) => u.request.text)).toEqual(['one']);
+    // Queued while 'one' waits for its first frames: nothing to count its end from yet.
+    h.say('two');
+    h.say('three');
+    await h.flush();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(h.texts()).toEqual(['one']);
+    // Started, and already within the lead of its end (2,000 ms long, 500 ms lead).
+    h.queue.started(h.played[0] as Utterance, () => 1_600);
+    await h.flush();
+    expect(h.texts()).toEqual(['one', 'two']);
   });
 
   it('draining (a graceful stop): plays out what is paid for, pays for nothing more, keeps the rest', async () => {
