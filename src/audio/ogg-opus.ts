@@ -190,10 +190,12 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
   let pendingBytes = 0;
   let skipSamples = 0;
 
-  let held: Buffer[] | undefined = (options.startFrames ?? 1) > 1 ? [] : undefined;
-  const release = (stream: Transform, packets: Buffer[]): void => {
+  // The first packets, until `startFrames` of them are ready; undefined once they have been pushed.
+  const startFrames = options.startFrames ?? 1;
+  let held: Buffer[] | undefined = startFrames > 1 ? [] : undefined;
+  const release = (stream: Transform): void => {
+    for (const packet of held ?? []) stream.push(packet);
     held = undefined;
-    for (const packet of packets) stream.push(packet);
   };
 
   const emit = (stream: Transform, packet: Buffer): void => {
@@ -203,7 +205,7 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
       return;
     }
     held.push(packet);
-    if (held.length >= (options.startFrames ?? 1)) release(stream, held);
+    if (held.length >= startFrames) release(stream);
   };
 
   // Audio already passed through has used up the pre-skip: it is only dropped from decoded audio at the start.
@@ -349,7 +351,7 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
         if (phase !== 'audio')
           throw new AudioFormatError('ERR_TRUNCATED', 'Ogg Opus stream ended before OpusTags');
         flushReencoder(this);
-        if (held !== undefined) release(this, held);
+        release(this);
         logger.debug('ogg opus done', { ...stats, outputs });
         callback();
       } catch (error) {

@@ -203,7 +203,7 @@ function hex(value: number): string {
   return `0x${value.toString(16).padStart(8, '0')}`;
 }
 
-// Ogg's CRC-32: polynomial 0x04C11DB7, MSB first, initial value 0, no final XOR (RFC 3533 §6). CRC_TABLES[k][b] is
+// Ogg's CRC-32: polynomial 0x04C11DB7, MSB first, initial value 0, no final XOR (RFC 3533 §6). tk[b] (k = 0–3) is
 // the CRC of byte b followed by k zero bytes, for reading four bytes a step ("slicing by 4").
 const CRC_TABLES = (() => {
   const tables = [0, 1, 2, 3].map(() => new Uint32Array(256));
