@@ -400,12 +400,12 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
           const last = capture.frames.at(-1);
           throw new Error(
             `${error.message}; survivor ${server.guild.id} on shard ${shardOf(server.guild.id, 4)}: ` +
-              `reply "${replies[speaking.indexOf(server)]?.content}", connected ${capture.connected}, ` +
+              `reply "${replies[speaking.indexOf(server)]?.content}", follow-ups ${JSON.stringify(replies[speaking.indexOf(server)]?.followUps().map((f) => f.content))}, connected ${capture.connected}, ` +
               `${capture.frames.length} frames (${sound.length} sound), last at ${last ? Math.round(last.receivedAt - killedAtPerf) : '-'} ms after the kill; ` +
               `voice requests ${JSON.stringify(discord.voiceRequests.filter((r) => r.guildId === server.guild.id))}; ` +
               `its log: ${linesOf(group)
                 .filter((l) => l.guild === server.guild.id)
-                .map((l) => l.msg)
+                .map((l) => JSON.stringify(l))
                 .join(' | ')}`,
           );
         });
