@@ -37,7 +37,12 @@ export function createInteractionHandler(
           );
           return;
         }
-        deps.logger.debug('command', { command: interaction.commandName, guild: interaction.guildId });
+        deps.logger.debug('command', {
+          command: interaction.commandName,
+          guild: interaction.guildId,
+          // How long it waited before Herald got to it, of Discord's three seconds to answer.
+          ageMs: Date.now() - interaction.createdTimestamp,
+        });
         await command.execute(interaction, deps);
       } else if (interaction.isButton()) {
         const [name = ''] = interaction.customId.split(':');
