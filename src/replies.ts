@@ -94,9 +94,10 @@ export const DEFER_AFTER_MS = 1_500;
 /**
  * Answers an interaction once, ephemerally, for commands that may wait on the network before they know their
  * answer. An answer ready within {@link DEFER_AFTER_MS} (nearly always) is the interaction's one reply; otherwise
- * the interaction is deferred at that moment and the answer edits the deferral in. One call rather than two
- * matters beyond speed: @discordjs/rest holds every webhook edit to the bot's global 50 requests a second, so 200
- * members asking at once waited 4 s for "Speaking now" behind deferrals that were never needed.
+ * the interaction is deferred at that moment and the answer edits the deferral in. One call rather than two: 200
+ * members asking at once waited 4 s for "Speaking now" behind deferrals that were never needed, when
+ * @discordjs/rest still held every webhook edit to the bot's global 50 requests a second (patched since: see
+ * patches/README.md).
  */
 export function acknowledgeEphemeral(
   interaction: RepliableInteraction,
