@@ -8,7 +8,9 @@ import type { SessionSnapshot, VoiceManager } from './manager.ts';
  * Keeps each server's voice session in the store as it changes, so a restart can finish it. Writes of one server
  * are applied in order; a failed write is logged, never thrown at the voice session. A snapshot that would write
  * what the store already holds (a session that changed in ways a restart does not need, such as an utterance
- * moving from waiting to playing) is not written again: that was one durable write in three per utterance.
+ * moving from waiting to playing) is not written again: that was one durable write in three per utterance. Nor is
+ * one that a newer snapshot replaced before its write began: the write that waits takes the newest (when many
+ * members speak at once, the database's queue is long and a session changes several times while it waits).
  */
 export function persistSnapshots(
   store: VoiceStateStore,
@@ -17,23 +19,35 @@ export function persistSnapshots(
   const chains = new Map<string, Promise<void>>();
   // Per server, the session last handed to the store (as JSON): written, or being written in order.
   const written = new Map<string, string>();
+  // Per server, the session the write waiting to begin will write (null: remove it), once there is such a write.
+  const next = new Map<string, { session: PersistedSession | null; json: string | null }>();
   return (guildId, snapshot) => {
     const session = snapshot === null ? null : persisted(guildId, snapshot);
     const json = session === null ? null : JSON.stringify(session);
     if (json !== null && written.get(guildId) === json) return;
     if (json === null) written.delete(guildId);
     else written.set(guildId, json);
+    const waiting = next.has(guildId);
+    next.set(guildId, { session, json });
+    if (waiting) return;
     const previous = chains.get(guildId) ?? Promise.resolve();
-    const next = previous
-      .then(() => (session === null ? store.remove(guildId) : store.save(session)))
+    let target: { session: PersistedSession | null; json: string | null } | undefined;
+    const write = previous
+      .then(() => {
+        target = next.get(guildId);
+        next.delete(guildId);
+        if (target === undefined) return;
+        return target.session === null ? store.remove(guildId) : store.save(target.session);
+      })
       .catch((error: unknown) => {
         // Not in the store after all: the same snapshot is written again the next time it is offered.
+        const json = target?.json ?? null;
         if (json !== null && written.get(guildId) === json) written.delete(guildId);
         logger.warn('could not save a voice session', { guild: guildId, err: error });
       });
-    chains.set(guildId, next);
-    void next.finally(() => {
-      if (chains.get(guildId) === next) chains.delete(guildId);
+    chains.set(guildId, write);
+    void write.finally(() => {
+      if (chains.get(guildId) === write) chains.delete(guildId);
     });
   };
 }

@@ -40,6 +40,8 @@ function recordingStore() {
   return { store, writes, failNext: () => failNext++ };
 }
 
+const texts = (write: PersistedSession | string) =>
+  typeof write === 'string' ? write : write.queue.map((u) => u.text);
 const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
 const logger = createLogger({ level: 'error', write: () => {} });
 
@@ -52,13 +54,40 @@ describe('persistSnapshots', () => {
     await settle();
     persist('g1', snapshot('hello'));
     persist('g1', snapshot());
+    await settle();
     persist('g1', snapshot());
     persist('g1', null);
+    await settle();
     persist('g1', snapshot());
     await settle();
-    expect(
-      writes.map((write) => (typeof write === 'string' ? write : write.queue.map((u) => u.text))),
-    ).toEqual([['hello'], [], 'remove g1', []]);
+    expect(writes.map(texts)).toEqual([['hello'], [], 'remove g1', []]);
+  });
+
+  it('writes only the newest of the snapshots offered while a write waits its turn', async () => {
+    const { store, writes } = recordingStore();
+    let release = (): void => {};
+    const save = store.save;
+    // The first write is held, as a busy database would hold it.
+    store.save = (session) =>
+      new Promise<void>((resolve) => {
+        release = () => void save(session).then(resolve);
+      });
+    const persist = persistSnapshots(store, logger);
+    persist('g1', snapshot('one'));
+    await settle();
+    persist('g1', snapshot('one', 'two'));
+    persist('g1', null);
+    persist('g1', snapshot('two'));
+    persist('g2', snapshot('elsewhere'));
+    store.save = save;
+    release();
+    await settle();
+    const of = (guildId: string) =>
+      writes.filter((write) => typeof write !== 'string' && write.guildId === guildId).map(texts);
+    expect(of('g1')).toEqual([['one'], ['two']]);
+    // Another server's snapshot is its own: written, not taken for the newest of g1's.
+    expect(of('g2')).toEqual([['elsewhere']]);
+    expect(writes).toHaveLength(3);
   });
 
   it('keeps servers apart', async () => {
