@@ -171,10 +171,64 @@ type Phase = 'head' | 'tags' | 'audio';
 /** What the packetizer accepts before its writer must wait: about one piece of a ReadAhead. */
 const WRITE_BUFFER_BYTES = 1024;
 
+/** Where a demuxer's packets go: a Transform's or a Readable's `push`. */
+export interface PacketSink {
+  push(packet: Buffer): unknown;
+}
+
+/**
+ * Ogg Opus bytes in (any chunking), Opus packets out to the sink given with each call, each exactly 20 ms, in order:
+ * the work behind {@link createOggOpusPacketizer} and {@link readOggOpusPackets}. Both calls throw
+ * {@link AudioFormatError}s (a codec failure included).
+ */
+export interface OggOpusDemuxer {
+  /** Demuxes `chunk`, pushing every packet it completes. */
+  write(chunk: Buffer, sink: PacketSink): void;
+  /** The input ended: pushes what is held, and checks that it was a whole Opus stream. */
+  end(sink: PacketSink): void;
+}
+
 /** A Transform: Ogg Opus bytes in (any chunking), Opus packets out (object mode), each exactly 20 ms, in order.
  * 20 ms single-frame packets pass byte-identical; multi-frame 20 ms packets are split without re-encoding;
  * other frame durations are decoded and re-encoded at 20 ms. Errors are {@link AudioFormatError}s. */
 export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}): Transform {
+  const demuxer = createOggOpusDemuxer(options);
+  return new Transform({
+    readableObjectMode: true,
+    // Bytes wait upstream (a ReadAhead, the socket), not in this stream's write buffer (64 KiB by default): once its
+    // input has ended, a Transform transforms everything that buffer holds at once, whatever its reader takes. With
+    // the default, a download faster than real time sat here whole, and when it ended, seconds of audio were
+    // demuxed in one call, at the same moment for every stream that had started together.
+    writableHighWaterMark: WRITE_BUFFER_BYTES,
+    transform(chunk: Buffer | Uint8Array, _encoding, callback) {
+      try {
+        demuxer.write(asBuffer(chunk), this);
+        callback();
+      } catch (error) {
+        callback(asError(error));
+      }
+    },
+    flush(callback) {
+      try {
+        demuxer.end(this);
+        callback();
+      } catch (error) {
+        callback(asError(error));
+      }
+    },
+  });
+}
+
+/** A chunk as a Buffer, without copying it. */
+export const asBuffer = (chunk: Buffer | Uint8Array): Buffer =>
+  Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+
+/** What a demuxer threw, as an Error for a stream to fail with. */
+export const asError = (error: unknown): Error =>
+  error instanceof Error ? error : new AudioFormatError('ERR_OPUS_CODEC', String(error));
+
+/** The demuxer of {@link createOggOpusPacketizer}, for a caller that feeds it and takes its packets itself. */
+export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): OggOpusDemuxer {
   const logger = options.logger ?? silentLogger;
   const reader = createOggPacketReader();
   let serial: number | undefined;
@@ -193,12 +247,12 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
   // The first packets, until `startFrames` of them are ready; undefined once they have been pushed.
   const startFrames = options.startFrames ?? 1;
   let held: Buffer[] | undefined = startFrames > 1 ? [] : undefined;
-  const release = (stream: Transform): void => {
+  const release = (stream: PacketSink): void => {
     for (const packet of held ?? []) stream.push(packet);
     held = undefined;
   };
 
-  const emit = (stream: Transform, packet: Buffer): void => {
+  const emit = (stream: PacketSink, packet: Buffer): void => {
     outputs++;
     if (held === undefined) {
       stream.push(packet);
@@ -209,14 +263,14 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
   };
 
   // Audio already passed through has used up the pre-skip: it is only dropped from decoded audio at the start.
-  const emitUntouched = (stream: Transform, packet: Buffer): void => {
+  const emitUntouched = (stream: PacketSink, packet: Buffer): void => {
     skipSamples = 0;
     emit(stream, packet);
   };
 
   const frameBytes = (): number => FRAME_SAMPLES * head.channels * 2;
 
-  const encodePending = (stream: Transform): void => {
+  const encodePending = (stream: PacketSink): void => {
     if (codec === undefined || pendingBytes < frameBytes()) return;
     let pcm = Buffer.concat(pending);
     while (pcm.length >= frameBytes()) {
@@ -231,7 +285,7 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
     pendingBytes = pcm.length;
   };
 
-  const reencode = (stream: Transform, toc: number, frame: Buffer, frameMs: number): void => {
+  const reencode = (stream: PacketSink, toc: number, frame: Buffer, frameMs: number): void => {
     codec ??= new opus.OpusEncoder(RATE, head.channels);
     const samples = (frameMs * RATE) / 1000;
     // A zero-length frame is DTX or a lost frame: silence of its duration keeps the timing.
@@ -249,7 +303,7 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
     encodePending(stream);
   };
 
-  const flushReencoder = (stream: Transform): void => {
+  const flushReencoder = (stream: PacketSink): void => {
     if (pendingBytes === 0 || codec === undefined) return;
     // Pad so the encoder's lookahead is pushed out too, then to a whole 20 ms frame of silence.
     const content = pendingBytes + ENCODER_LOOKAHEAD * 2 * head.channels;
@@ -259,12 +313,21 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
     encodePending(stream);
   };
 
-  const onAudioPacket = (stream: Transform, packet: Buffer): void => {
+  const onAudioPacket = (stream: PacketSink, packet: Buffer): void => {
     // RFC 7845 §3: a zero-length Ogg packet carries no audio.
     if (packet.length === 0) return;
     stats.packets++;
+    const toc = packet[0] as number;
+    // What a TTS service sends nearly always: one 20 ms frame (code 0), passed on as it is, without parsing it into
+    // frames (an object, an array and a view per packet, every 20 ms of every stream).
+    if ((toc & 0x03) === 0 && FRAME_MS[toc >> 3] === 20 && pendingBytes === 0 && codec === undefined) {
+      if (packet.length - 1 > MAX_FRAME_BYTES)
+        throw badPacket(`a frame of ${packet.length - 1} bytes exceeds 1275`);
+      stats.passthrough++;
+      emitUntouched(stream, packet);
+      return;
+    }
     const info = parseOpusPacket(packet);
-    const toc = packet.readUInt8(0);
     if (info.frameMs === 20 && pendingBytes === 0) {
       if (info.frames.length === 1) {
         stats.passthrough++;
@@ -287,7 +350,7 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
     for (const frame of info.frames) reencode(stream, toc, frame, info.frameMs);
   };
 
-  const onPacket = (stream: Transform, packet: OggPacket): void => {
+  const onPacket = (stream: PacketSink, packet: OggPacket): void => {
     firstPacket ??= packet.data;
     if (packet.bos && parseable(packet.data) && (serial === undefined || phase === 'audio')) {
       // A new Opus stream (the first, or a chained one after the previous ended).
@@ -321,44 +384,20 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
       `Ogg stream does not hold Opus (no OpusHead; first packet starts ${describeBytes((firstPacket ?? Buffer.alloc(0)).subarray(0, 8))})`,
     );
 
-  const toError = (error: unknown): Error =>
-    error instanceof Error ? error : new AudioFormatError('ERR_OPUS_CODEC', String(error));
-
-  return new Transform({
-    readableObjectMode: true,
-    // Bytes wait upstream (a ReadAhead, the socket), not in this stream's write buffer (64 KiB by default): once its
-    // input has ended, a Transform transforms everything that buffer holds at once, whatever its reader takes. With
-    // the default, a download faster than real time sat here whole, and when it ended, seconds of audio were
-    // demuxed in one call, at the same moment for every stream that had started together.
-    writableHighWaterMark: WRITE_BUFFER_BYTES,
-    transform(chunk: Buffer | Uint8Array, _encoding, callback) {
-      try {
-        const bytes = Buffer.isBuffer(chunk)
-          ? chunk
-          : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
-        for (const packet of reader.push(bytes)) onPacket(this, packet);
-        callback();
-      } catch (error) {
-        callback(toError(error));
-      }
+  return {
+    write(chunk, sink) {
+      for (const packet of reader.push(chunk)) onPacket(sink, packet);
     },
-    flush(callback) {
-      try {
-        reader.end();
-        if (serial === undefined) {
-          throw notOpus();
-        }
-        if (phase !== 'audio')
-          throw new AudioFormatError('ERR_TRUNCATED', 'Ogg Opus stream ended before OpusTags');
-        flushReencoder(this);
-        release(this);
-        logger.debug('ogg opus done', { ...stats, outputs });
-        callback();
-      } catch (error) {
-        callback(toError(error));
-      }
+    end(sink) {
+      reader.end();
+      if (serial === undefined) throw notOpus();
+      if (phase !== 'audio')
+        throw new AudioFormatError('ERR_TRUNCATED', 'Ogg Opus stream ended before OpusTags');
+      flushReencoder(sink);
+      release(sink);
+      logger.debug('ogg opus done', { ...stats, outputs });
     },
-  });
+  };
 }
 
 function parseable(packet: Buffer): boolean {

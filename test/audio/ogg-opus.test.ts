@@ -393,6 +393,15 @@ describe('createOggOpusPacketizer: errors', () => {
     await expect(packetize(bad)).rejects.toMatchObject({ code: 'ERR_BAD_OPUS_PACKET' });
   });
 
+  it('a single 20 ms frame over 1275 bytes in the stream is an error', async () => {
+    const bad = oggFile({
+      packets: [...packets.slice(0, 2), bytes(toc(31, 0), ...filled(1276, 1))],
+      channels: 1,
+      frameSamples: 960,
+    });
+    await expect(packetize(bad)).rejects.toMatchObject({ code: 'ERR_BAD_OPUS_PACKET', message: /1275/ });
+  });
+
   it('fails as soon as the first bytes are wrong, without waiting for the end', async () => {
     const packetizer = createOggOpusPacketizer();
     const failed = new Promise<Error>((resolve) => packetizer.once('error', resolve));
