@@ -1,7 +1,7 @@
 /**
  * What reading speech costs Herald per voice frame: CPU µs per Opus packet taken from an AudioResource, as the
- * audio player takes one every 20 ms, through Herald's own pipeline for an Ogg Opus TTS body (ReadAhead → the Ogg
- * packetizer → AudioResource.read), the body already received. 200 streams of 10 s each are read a packet at a
+ * audio player takes one every 20 ms, through Herald's own pipeline for an Ogg Opus TTS body (ReadAhead →
+ * readOggOpusPackets → AudioResource.read), the body already received. 200 streams of 10 s each are read a packet at a
  * time in turn, a turn of the event loop between rounds (the packetizer demuxes as its reader takes); user + system
  * CPU, GC included, the median of 5 rounds. Run: `npm run bench:demux`; prints the figure and writes
  * bench/results/demux-<date>-<commit>.json.
@@ -54,7 +54,7 @@ const packetUs = median(perRound, 2);
 const machine = machineOf();
 console.log(`${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, commit ${machine.commit}`);
 console.log(
-  `reading speech: ${packetUs} µs of CPU per Opus packet (ReadAhead → Ogg packetizer → AudioResource.read; ${STREAMS} streams of ${SECONDS} s, median of ${ROUNDS} rounds)`,
+  `reading speech: ${packetUs} µs of CPU per Opus packet (ReadAhead → readOggOpusPackets → AudioResource.read; ${STREAMS} streams of ${SECONDS} s, median of ${ROUNDS} rounds)`,
 );
 const file = writeResult('demux', new Date().toISOString(), machine, {
   streams: STREAMS,

@@ -3,7 +3,7 @@ import { AudioResource } from '@discordjs/voice';
 import prism from 'prism-media';
 import { type Logger, silentLogger } from '../log.ts';
 import { AudioFormatError } from './errors.ts';
-import { createOggOpusPacketizer } from './ogg-opus.ts';
+import { readOggOpusPackets } from './packet-stream.ts';
 import { createWavToPcm } from './wav.ts';
 
 /** The audio formats the TTS service sends: Ogg Opus, or RIFF PCM WAV. */
@@ -27,7 +27,8 @@ export interface SpeechResourceOptions<T> {
  */
 export const STOP_SILENCE_FRAMES = 5;
 
-/** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → createOggOpusPacketizer →
+/** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → readOggOpusPackets (the demuxer of
+ * createOggOpusPacketizer) →
  * Opus packets; WAV → createWavToPcm → prism's Opus encoder. No FFmpeg, no child process. An error on the input
  * (e.g. a TTS timeout) destroys the play stream, which ends the resource.
  * @throws AudioFormatError (`ERR_UNKNOWN_FORMAT`) for a format other than 'opus' or 'wav', before playing. */
@@ -37,9 +38,11 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
   // for FFmpeg with a synchronous `ffmpeg -h` child process on first use, which these inputs never need.
   switch (o.format) {
     case 'opus':
+      // One stream that reads its packets from `audio` as the player takes them, rather than `audio` piped into a
+      // Transform: the pipe and the Transform's writable side cost about as much as demuxing (`npm run bench:demux`).
       return new AudioResource<T>(
         [],
-        [audio, createOggOpusPacketizer({ logger, startFrames: START_FRAMES })],
+        [readOggOpusPackets(audio, { logger, startFrames: START_FRAMES })],
         o.metadata,
         o.trailingSilenceFrames ?? STOP_SILENCE_FRAMES,
       );
