@@ -49,9 +49,8 @@ async function retryBusy<T>(attempt: () => T): Promise<T> {
 /**
  * Opens (creating folders as needed) the SQLite database at `path`, or ':memory:'. node:sqlite is synchronous,
  * so every statement runs at once; a transaction's `await`s could let another caller's statements in between,
- * so writes and transactions on this connection queue, one at a time, and a read queues while a transaction is
- * open (else it runs at once). Other connections (other processes) wait for the file's write lock, retrying
- * asynchronously.
+ * so calls on this connection queue behind an open transaction (one transaction at a time). Other connections
+ * (other processes) wait for the file's write lock, retrying asynchronously.
  */
 export function openSqliteDatabase(path: string): Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -120,26 +119,6 @@ export function openSqliteDatabase(path: string): Database {
     return result;
   };
 
-  // Migrations asked for and not done: a read waits for them in the queue (the table it reads may not exist yet).
-  let migrating = 0;
-  let opened = false;
-  void ready.then(
-    () => {
-      opened = true;
-    },
-    () => {},
-  );
-  /**
-   * A read outside a transaction runs at once, ahead of the calls queued before it: it sees what is committed, as a
-   * read on another connection would. When 1,000 members ask at once, the reads that decide each one's answer (is
-   * the member blocked, the dictionary, the budget, the voice) no longer wait behind every reservation queued before
-   * them while the event loop also plays. It queues while a transaction is open on the connection (a transaction's
-   * awaits let other callers in between its statements, and the read would see what it has not committed) and while
-   * a migration is pending. Writes always queue, so a caller that awaits its write reads it back.
-   */
-  const read = <T>(run: () => Promise<T>): Promise<T> =>
-    opened && migrating === 0 && !db.isTransaction ? run() : queued(run);
-
   const transaction = <T>(work: (tx: Queryable) => Promise<T>): Promise<T> =>
     queued(async () => {
       // IMMEDIATE takes the write lock now, so every read in `work` sees what no other writer can change.
@@ -157,42 +136,33 @@ export function openSqliteDatabase(path: string): Database {
   return {
     dialect: 'sqlite',
     forUpdate: '',
-    all: (sql, params) => read(() => direct.all(sql, params)),
-    get: (sql, params) => read(() => direct.get(sql, params)),
+    all: (sql, params) => queued(() => direct.all(sql, params)),
+    get: (sql, params) => queued(() => direct.get(sql, params)),
     run: (sql, params) => queued(() => direct.run(sql, params)),
     transaction,
     async migrate(component: string, migrations: Migrations) {
       const list = migrations.sqlite;
-      migrating += 1;
-      try {
-        await migrateIn(component, list);
-      } finally {
-        migrating -= 1;
-      }
+      // BEGIN IMMEDIATE before reading the version: a second process starting now waits, then sees it.
+      await transaction(async (tx) => {
+        const row = await tx.get<{ version: number }>(
+          'SELECT version FROM schema_migrations WHERE component = $1',
+          [component],
+        );
+        const current = row?.version ?? 0;
+        if (current > list.length) throw newerSchemaError(component, current);
+        for (let version = current; version < list.length; version++) db.exec(list[version] ?? '');
+        if (current < list.length) {
+          await tx.run(
+            `INSERT INTO schema_migrations (component, version) VALUES ($1, $2)
+             ON CONFLICT (component) DO UPDATE SET version = excluded.version`,
+            [component, list.length],
+          );
+        }
+      });
     },
     async close() {
       await tail;
       if (db.isOpen) db.close();
     },
   };
-
-  async function migrateIn(component: string, list: Migrations['sqlite']): Promise<void> {
-    // BEGIN IMMEDIATE before reading the version: a second process starting now waits, then sees it.
-    await transaction(async (tx) => {
-      const row = await tx.get<{ version: number }>(
-        'SELECT version FROM schema_migrations WHERE component = $1',
-        [component],
-      );
-      const current = row?.version ?? 0;
-      if (current > list.length) throw newerSchemaError(component, current);
-      for (let version = current; version < list.length; version++) db.exec(list[version] ?? '');
-      if (current < list.length) {
-        await tx.run(
-          `INSERT INTO schema_migrations (component, version) VALUES ($1, $2)
-             ON CONFLICT (component) DO UPDATE SET version = excluded.version`,
-          [component, list.length],
-        );
-      }
-    });
-  }
 }
