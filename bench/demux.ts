@@ -1,9 +1,9 @@
 /**
  * What reading speech costs Herald per voice frame: CPU µs per Opus packet taken from an AudioResource, as the
  * audio player takes one every 20 ms, through Herald's own pipeline for an Ogg Opus TTS body (ReadAhead →
- * readOggOpusPackets → AudioResource.read), the body already received. 200 streams of 10 s each are read a packet at a
- * time in turn, a turn of the event loop between rounds (the packetizer demuxes as its reader takes); user + system
- * CPU, GC included, the median of 5 rounds. Run: `npm run bench:demux`; prints the figure and writes
+ * readOggOpusPackets → AudioResource.read), the body already received. 200 streams of 10 s each are read a packet
+ * at a time in turn, a turn of the event loop between rounds (packets are demuxed as their reader takes them);
+ * user + system CPU, GC included, the median of 5 rounds. Run: `npm run bench:demux`; prints the figure and writes
  * bench/results/demux-<date>-<commit>.json.
  */
 import { PassThrough } from 'node:stream';

@@ -27,9 +27,8 @@ export interface SpeechResourceOptions<T> {
  */
 export const STOP_SILENCE_FRAMES = 5;
 
-/** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → readOggOpusPackets (the demuxer of
- * createOggOpusPacketizer) →
- * Opus packets; WAV → createWavToPcm → prism's Opus encoder. No FFmpeg, no child process. An error on the input
+/** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → readOggOpusPackets → Opus
+ * packets; WAV → createWavToPcm → prism's Opus encoder. No FFmpeg, no child process. An error on the input
  * (e.g. a TTS timeout) destroys the play stream, which ends the resource.
  * @throws AudioFormatError (`ERR_UNKNOWN_FORMAT`) for a format other than 'opus' or 'wav', before playing. */
 export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOptions<T>): AudioResource<T> {

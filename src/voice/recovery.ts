@@ -4,6 +4,12 @@ import type { PersistedSession, VoiceStateStore } from '../storage/voice-state.t
 import type { Speaker } from '../tts/index.ts';
 import type { SessionSnapshot, VoiceManager } from './manager.ts';
 
+/** A session offered to the store, and its JSON (both null: the session is to be removed). */
+interface Offered {
+  readonly session: PersistedSession | null;
+  readonly json: string | null;
+}
+
 /**
  * Keeps each server's voice session in the store as it changes, so a restart can finish it. Writes of one server
  * are applied in order; a failed write is logged, never thrown at the voice session. A snapshot that would write
@@ -20,7 +26,7 @@ export function persistSnapshots(
   // Per server, the session last handed to the store (as JSON): written, or being written in order.
   const written = new Map<string, string>();
   // Per server, the session the write waiting to begin will write (null: remove it), once there is such a write.
-  const next = new Map<string, { session: PersistedSession | null; json: string | null }>();
+  const next = new Map<string, Offered>();
   return (guildId, snapshot) => {
     const session = snapshot === null ? null : persisted(guildId, snapshot);
     const json = session === null ? null : JSON.stringify(session);
@@ -31,7 +37,7 @@ export function persistSnapshots(
     next.set(guildId, { session, json });
     if (waiting) return;
     const previous = chains.get(guildId) ?? Promise.resolve();
-    let target: { session: PersistedSession | null; json: string | null } | undefined;
+    let target: Offered | undefined;
     const write = previous
       .then(() => {
         target = next.get(guildId);
@@ -41,8 +47,7 @@ export function persistSnapshots(
       })
       .catch((error: unknown) => {
         // Not in the store after all: the same snapshot is written again the next time it is offered.
-        const json = target?.json ?? null;
-        if (json !== null && written.get(guildId) === json) written.delete(guildId);
+        if (target?.json != null && written.get(guildId) === target.json) written.delete(guildId);
         logger.warn('could not save a voice session', { guild: guildId, err: error });
       });
     chains.set(guildId, write);
