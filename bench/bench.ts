@@ -131,6 +131,11 @@ export interface ConcurrencyStep {
   readonly lateShare: number;
   /** Herald's CPU (user + system) per second of audio streamed. */
   readonly cpuMsPerStreamSecond: number;
+  /**
+   * Herald's minor page faults per second of audio streamed: pages of memory first touched (each zeroed by the
+   * kernel on Herald's time), mostly memory its allocators gave back to the system and then took again.
+   */
+  readonly pageFaultsPerStreamSecond: number;
   /** Herald's resident memory while all streams play, and its growth per stream over the idle process. */
   readonly rssMb: number;
   readonly rssPerStreamKb: number;
@@ -184,6 +189,8 @@ export interface ConcurrencyStep {
    */
   readonly bySecond: {
     readonly late: readonly number[];
+    /** Late packets by the second of their own stream they fall in (0: its first second). */
+    readonly lateInStream: readonly number[];
     readonly heraldCpuMs: readonly number[];
     /** The emulated world's CPU (this process, every thread) in each second, ms. */
     readonly worldCpuMs: readonly number[];
@@ -201,6 +208,9 @@ export interface ConcurrencyStep {
   readonly runs?: readonly {
     readonly lateShare: number;
     readonly cpuMsPerStreamSecond: number;
+    readonly steadyCpuMsPerStreamSecond: number | null;
+    readonly pageFaultsPerStreamSecond: number;
+    readonly unanswered: number;
     readonly held: boolean;
   }[];
 }
@@ -573,6 +583,7 @@ async function speakAll(
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   const cpuBefore = herald.cpuMs();
+  const faultsBefore = herald.minorFaults();
   const dropsBefore = udpReceiveBufferErrors();
   const rejectedBefore = discord.rejectedVoicePackets;
   const worldBefore = process.cpuUsage();
@@ -613,6 +624,7 @@ async function speakAll(
     discord.setReceiverNap(0);
   }
   const cpuMs = herald.cpuMs() - cpuBefore;
+  const faults = herald.minorFaults() - faultsBefore;
   const receiveBufferDrops = udpReceiveBufferErrors() - dropsBefore;
   const worldCpuMs = cpuMsSince(worldBefore);
   const worldThreads = cpuMsByThreadNameSince(worldThreadsBefore);
@@ -623,6 +635,7 @@ async function speakAll(
   let serversLate = 0;
   const offsets: number[] = [];
   const lateBySecond: number[] = [];
+  const lateByStreamSecond: number[] = [];
   let streamedMs = 0;
   for (const server of servers) {
     // Every packet, silence frames included (speech has pauses, encoded as Opus silence); each has its slot, 20 ms per
@@ -650,6 +663,8 @@ async function speakAll(
         lateHere++;
         const second = Math.max(0, Math.floor((frame.receivedAt - stepStart) / 1000));
         lateBySecond[second] = (lateBySecond[second] ?? 0) + 1;
+        const own = Math.floor(slot / 50);
+        lateByStreamSecond[own] = (lateByStreamSecond[own] ?? 0) + 1;
       }
     }
     late += lateHere;
@@ -665,6 +680,7 @@ async function speakAll(
     packets,
     lateShare: packets === 0 ? 1 : round(late / packets, 5),
     cpuMsPerStreamSecond: streamedMs === 0 ? 0 : round(cpuMs / (streamedMs / 1000), 3),
+    pageFaultsPerStreamSecond: streamedMs === 0 ? 0 : round(faults / (streamedMs / 1000), 1),
     worldCpuMsPerStreamSecond: streamedMs === 0 ? 0 : round(worldCpuMs / (streamedMs / 1000), 3),
     worldCpuByThread: byThreadGroup(worldThreads, streamedMs / 1000),
     rssMb: round(rssMb, 1),
@@ -680,6 +696,7 @@ async function speakAll(
     receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
     bySecond: {
       late: Array.from(lateBySecond, (count) => count ?? 0),
+      lateInStream: Array.from(lateByStreamSecond, (count) => count ?? 0),
       heraldCpuMs: cpuPerSecond,
       worldCpuMs: perSecond(worldAt),
     },
@@ -738,6 +755,9 @@ export function medianRun(runs: readonly ConcurrencyStep[]): ConcurrencyStep {
     runs: runs.map((run) => ({
       lateShare: run.lateShare,
       cpuMsPerStreamSecond: run.cpuMsPerStreamSecond,
+      steadyCpuMsPerStreamSecond: run.steadyCpuMsPerStreamSecond,
+      pageFaultsPerStreamSecond: run.pageFaultsPerStreamSecond,
+      unanswered: run.unanswered,
       held: held(run),
     })),
   };

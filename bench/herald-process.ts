@@ -21,6 +21,11 @@ export interface HeraldProcess {
   cpuMs(): number;
   /** Resident memory now, in MB: the process and its children together. */
   rssMb(): number;
+  /**
+   * Minor page faults so far, the process and its children together: each one is a page of memory the kernel
+   * handed over (and zeroed) as it was first touched, memory a process gave back and then needed again.
+   */
+  minorFaults(): number;
   /** Open file descriptors now (sockets, files, pipes, timers' eventfds): Node's handles as the kernel sees them. */
   openFiles(): number;
   /** True while the process runs. */
@@ -90,6 +95,13 @@ export function startHeraldProcess(
         const fields = readProc(`/proc/${id}/stat`).split(') ')[1]?.split(' ') ?? [];
         sum += ((Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 1000) / ticks;
       }
+      return sum;
+    },
+    minorFaults() {
+      // /proc/<pid>/stat: minflt is field 10.
+      let sum = 0;
+      for (const id of tree(pid))
+        sum += Number(readProc(`/proc/${id}/stat`).split(') ')[1]?.split(' ')[7] ?? 0);
       return sum;
     },
     rssMb() {
