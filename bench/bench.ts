@@ -132,8 +132,9 @@ export interface ConcurrencyStep {
   /** Herald's CPU (user + system) per second of audio streamed. */
   readonly cpuMsPerStreamSecond: number;
   /**
-   * Herald's minor page faults per second of audio streamed: pages of memory first touched (each zeroed by the
-   * kernel on Herald's time), mostly memory its allocators gave back to the system and then took again.
+   * Herald's minor page faults per second of audio streamed: pages of memory touched for the first time, each
+   * zeroed by the kernel on Herald's time. In a fresh process's first step, mostly its heap growing to what the step
+   * needs (a repeated step reads far fewer); memory given back and taken again would show here too.
    */
   readonly pageFaultsPerStreamSecond: number;
   /** Herald's resident memory while all streams play, and its growth per stream over the idle process. */

@@ -22,8 +22,8 @@ export interface HeraldProcess {
   /** Resident memory now, in MB: the process and its children together. */
   rssMb(): number;
   /**
-   * Minor page faults so far, the process and its children together: each one is a page of memory the kernel
-   * handed over (and zeroed) as it was first touched, memory a process gave back and then needed again.
+   * Minor page faults so far, the process and its children together: each one a page of memory the kernel handed
+   * over (and zeroed) as it was first touched.
    */
   minorFaults(): number;
   /** Open file descriptors now (sockets, files, pipes, timers' eventfds): Node's handles as the kernel sees them. */
