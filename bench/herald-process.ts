@@ -89,19 +89,18 @@ export function startHeraldProcess(
     output: () => output,
     running,
     cpuMs() {
-      // /proc/<pid>/stat: utime and stime are fields 14 and 15, after the parenthesised command name.
+      // utime and stime are fields 14 and 15 of /proc/<pid>/stat.
       let sum = 0;
       for (const id of tree(pid)) {
-        const fields = readProc(`/proc/${id}/stat`).split(') ')[1]?.split(' ') ?? [];
+        const fields = statFields(id);
         sum += ((Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 1000) / ticks;
       }
       return sum;
     },
     minorFaults() {
-      // /proc/<pid>/stat: minflt is field 10.
+      // minflt is field 10 of /proc/<pid>/stat.
       let sum = 0;
-      for (const id of tree(pid))
-        sum += Number(readProc(`/proc/${id}/stat`).split(') ')[1]?.split(' ')[7] ?? 0);
+      for (const id of tree(pid)) sum += Number(statFields(id)[7] ?? 0);
       return sum;
     },
     rssMb() {
@@ -154,13 +153,21 @@ function readProc(path: string): string {
   }
 }
 
+/**
+ * The fields of /proc/<id>/stat after the parenthesised command name (so field 3, the state, is at index 0); none
+ * when the process is gone.
+ */
+function statFields(id: number | string): string[] {
+  return readProc(`/proc/${id}/stat`).split(') ')[1]?.split(' ') ?? [];
+}
+
 /** `pid` and every process descending from it (a sharding manager's shards), from /proc's parent ids. */
 function tree(pid: number): number[] {
   const parents = new Map<number, number>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    const fields = readProc(`/proc/${name}/stat`).split(') ')[1]?.split(' ');
-    if (fields?.[1]) parents.set(Number(name), Number(fields[1]));
+    const fields = statFields(name);
+    if (fields[1]) parents.set(Number(name), Number(fields[1]));
   }
   const found = [pid];
   for (let i = 0; i < found.length; i++) {
