@@ -46,27 +46,11 @@ async function retryBusy<T>(attempt: () => T): Promise<T> {
   }
 }
 
-/** How a queued call ended. */
-type Outcome =
-  | { readonly ok: true; readonly value: unknown }
-  | { readonly ok: false; readonly error: unknown };
-
-/** A call waiting its turn on the connection. */
-interface Job {
-  /** Whether it may write: a transaction, or a statement other than a query. */
-  readonly writes: boolean;
-  readonly work: (q: Queryable) => Promise<unknown>;
-  readonly settle: (outcome: Outcome) => void;
-}
-
-/** A query that only reads (a `SELECT`): it needs no write lock. Anything else is taken to write. */
-const isRead = (sql: string): boolean => /^\s*SELECT\b/i.test(sql);
-
 /**
  * Opens (creating folders as needed) the SQLite database at `path`, or ':memory:'. node:sqlite is synchronous,
  * so every statement runs at once; a transaction's `await`s could let another caller's statements in between,
- * so calls on this connection run one at a time, in order, and the writes among them commit in groups (see the
- * queue below). Other connections (other processes) wait for the file's write lock, retrying asynchronously.
+ * so calls on this connection queue behind an open transaction (one transaction at a time). Other connections
+ * (other processes) wait for the file's write lock, retrying asynchronously.
  */
 export function openSqliteDatabase(path: string): Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -110,18 +94,11 @@ export function openSqliteDatabase(path: string): Database {
     },
   };
 
-  // One queue of calls per connection, run in order. node:sqlite runs on this thread, and a settled promise's
-  // continuation runs before any timer: a burst of calls (200 members asking at once, 200 reservations) would run as
-  // one unbroken task and hold every playing stream's next packet until the last one committed. So calls run in
-  // slices of SLICE_MS, and the loop gets a turn between slices.
-  //
-  // Writes commit in groups: the writes of one slice (transactions and statements, with the reads between them)
-  // share one BEGIN IMMEDIATE … COMMIT, each in a savepoint of its own, so one that fails is undone alone. With
-  // several processes on one file, each BEGIN IMMEDIATE is a turn at the write lock that the others wait for and
-  // retry (in a burst of 1,000 `/speak` on four shards, 322 retries of 2–12 ms each); a group takes one turn for
-  // many. A call settles only once the group it ran in is committed, so nothing is reported written before it is.
-  const jobs: Job[] = [];
-  let draining: Promise<void> | undefined;
+  // The tail of the queue: every call starts after the transaction before it settled. node:sqlite runs on this
+  // thread, and a settled promise's continuation runs before any timer: a burst of calls (200 members asking at
+  // once, 200 reservations) would run as one unbroken task and hold every playing stream's next packet until the
+  // last one committed. So a call that would extend a task already past SLICE_MS waits for the loop's next turn.
+  let tail: Promise<unknown> = ready;
   let sliceStartedAt = 0;
   let sliceOpen = false;
   const pace = (): Promise<void> | undefined => {
@@ -136,98 +113,32 @@ export function openSqliteDatabase(path: string): Database {
     }
     return performance.now() - sliceStartedAt > SLICE_MS ? nextTurn() : undefined;
   };
-  const inSlice = (): boolean => performance.now() - sliceStartedAt <= SLICE_MS;
-  const savepoint = (sql: string): void => {
-    prepared(sql).run();
+  const queued = <T>(work: () => Promise<T>): Promise<T> => {
+    const result = tail.then(pace).then(work);
+    tail = result.catch(() => {});
+    return result;
   };
 
-  /** Runs the writes at the head of the queue, and the calls after them while the slice lasts, as one group. */
-  const runGroup = async (): Promise<void> => {
-    try {
+  const transaction = <T>(work: (tx: Queryable) => Promise<T>): Promise<T> =>
+    queued(async () => {
+      // IMMEDIATE takes the write lock now, so every read in `work` sees what no other writer can change.
       await retryBusy(() => db.exec('BEGIN IMMEDIATE'));
-    } catch (error) {
-      jobs.shift()?.settle({ ok: false, error });
-      return;
-    }
-    const done: [Job, Outcome][] = [];
-    let broken: unknown;
-    do {
-      const job = jobs.shift() as Job;
-      savepoint('SAVEPOINT call');
       try {
-        const value = await job.work(direct);
-        savepoint('RELEASE call');
-        done.push([job, { ok: true, value }]);
+        const result = await work(direct);
+        db.exec('COMMIT');
+        return result;
       } catch (error) {
-        done.push([job, { ok: false, error }]);
-        try {
-          savepoint('ROLLBACK TO call');
-          savepoint('RELEASE call');
-        } catch (rollbackError) {
-          broken = rollbackError;
-        }
+        if (db.isTransaction) db.exec('ROLLBACK');
+        throw error;
       }
-    } while (broken === undefined && jobs.length > 0 && inSlice());
-    try {
-      if (broken !== undefined) throw broken;
-      db.exec('COMMIT');
-    } catch (error) {
-      if (db.isTransaction) db.exec('ROLLBACK');
-      // Nothing of the group was kept: every call in it fails, with its own error or with why.
-      for (const [job, outcome] of done) job.settle(outcome.ok ? { ok: false, error } : outcome);
-      return;
-    }
-    for (const [job, outcome] of done) job.settle(outcome);
-  };
-
-  const drain = async (): Promise<void> => {
-    const failedToOpen = await ready.then(
-      () => undefined,
-      (error: unknown) => ({ error }),
-    );
-    for (;;) {
-      const wait = pace();
-      if (wait) await wait;
-      const next = jobs[0];
-      if (!next) {
-        draining = undefined;
-        return;
-      }
-      if (failedToOpen) {
-        jobs.shift();
-        next.settle({ ok: false, error: failedToOpen.error });
-      } else if (next.writes) {
-        await runGroup();
-      } else {
-        // A read needs no write lock: it runs alone, in SQLite's own read transaction.
-        jobs.shift();
-        try {
-          next.settle({ ok: true, value: await next.work(direct) });
-        } catch (error) {
-          next.settle({ ok: false, error });
-        }
-      }
-    }
-  };
-
-  const queued = <T>(writes: boolean, work: (q: Queryable) => Promise<T>): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      jobs.push({
-        writes,
-        work,
-        settle: (outcome) => (outcome.ok ? resolve(outcome.value as T) : reject(outcome.error)),
-      });
-      draining ??= drain();
     });
-
-  const transaction = <T>(work: (tx: Queryable) => Promise<T>): Promise<T> => queued(true, work);
 
   return {
     dialect: 'sqlite',
     forUpdate: '',
-    all: (sql, params) => queued(!isRead(sql), (q) => q.all(sql, params)),
-    get: (sql, params) => queued(!isRead(sql), (q) => q.get(sql, params)),
-    run: (sql, params) => queued(true, (q) => q.run(sql, params)),
+    all: (sql, params) => queued(() => direct.all(sql, params)),
+    get: (sql, params) => queued(() => direct.get(sql, params)),
+    run: (sql, params) => queued(() => direct.run(sql, params)),
     transaction,
     async migrate(component: string, migrations: Migrations) {
       const list = migrations.sqlite;
@@ -250,7 +161,7 @@ export function openSqliteDatabase(path: string): Database {
       });
     },
     async close() {
-      while (draining) await draining;
+      await tail;
       if (db.isOpen) db.close();
     },
   };
