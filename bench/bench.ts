@@ -20,6 +20,7 @@ import {
 import { trustedTestCertificate } from '../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
 import { DEFAULT_UTTERANCE_PAUSE_MS } from '../src/config.ts';
+import { findJemalloc } from '../src/ops/index.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { runBaseline } from './baseline.ts';
 import { cpuMsByThreadName, cpuMsByThreadNameSince, cpuMsSince } from './cpu-time.ts';
@@ -47,6 +48,12 @@ export interface BenchOptions {
   readonly heraldNodeFlags?: readonly string[];
   /** Extra environment for Herald (e.g. `UTTERANCE_PAUSE_MS`). */
   readonly heraldEnv?: Record<string, string>;
+  /**
+   * The memory allocator Herald runs on: `jemalloc` preloads it (`LD_PRELOAD`), as the container image does;
+   * `glibc` (the default) runs Node's own. At 1,000 servers jemalloc read 0.88–4.86 % late in six runs where glibc
+   * read 2.25–63.46 % in the six alternating with them (README, Performance).
+   */
+  readonly heraldAllocator?: 'jemalloc' | 'glibc';
   /**
    * Run Herald as `npm run start:shards` with this many shard processes (one per core uses the whole machine);
    * unset: one process, as `npm start`. CPU and memory are then the manager's and its shards' together.
@@ -228,6 +235,8 @@ export interface BenchResult {
     readonly loadAverageAtEnd: readonly number[];
     /** The voice packets' receiving thread's nice value as set, or why it could not be set. */
     readonly receiverNice: number | string | undefined;
+    /** The allocators mapped into Herald's processes, read from /proc once they were up (e.g. `jemalloc`). */
+    readonly heraldAllocators: readonly string[];
     /**
      * CPU µs of one reference voice frame (DAVE and transport encryption, bench/reference-frame.ts) at the start
      * and at the end of the run: how fast this host was then, to read figures from other hosts or hours against.
@@ -342,6 +351,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         NODE_EXTRA_CA_CERTS: caPath,
         QUEUE_MAX_PER_SERVER: '50',
         ...(options.shards ? { SHARD_COUNT: String(options.shards) } : {}),
+        ...(options.heraldAllocator === 'jemalloc' ? { LD_PRELOAD: jemallocPath() } : {}),
         ...options.heraldEnv,
       },
       options.heraldNodeFlags ?? [],
@@ -355,6 +365,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     await herald.untilReady(discord.untilReady());
     if (options.shards) await herald.untilReady(untilShardsReady(discord, options.shards));
     await settle();
+    const heraldAllocators = herald.allocators();
     const idleRssMb = herald.rssMb();
     log(`Herald up (idle RSS ${idleRssMb.toFixed(0)} MB, ${servers.length} servers known)`);
 
@@ -421,6 +432,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         loadAverageAtStart,
         loadAverageAtEnd: loadavg().map((value) => round(value, 2)),
         receiverNice: discord.receiverNice,
+        heraldAllocators,
         referenceFrameUs: { atStart: referenceAtStart, atEnd: referenceFrameUs() },
       },
       options: {
@@ -901,4 +913,14 @@ function sleep(ms: number): Promise<void> {
 /** Lets start-up work (command registration, GUILD_CREATE handling) finish before anything is measured. */
 function settle(): Promise<void> {
   return sleep(500);
+}
+
+/** Where jemalloc is, for `heraldAllocator: 'jemalloc'`. @throws when it is not installed. */
+function jemallocPath(): string {
+  const path = findJemalloc();
+  if (!path)
+    throw new Error(
+      'jemalloc is not installed (Debian: apt install libjemalloc2); or run with --malloc=glibc',
+    );
+  return path;
 }

@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
+import { allocatorOf } from '../src/ops/index.ts';
 
 const INDEX = join(import.meta.dirname, '..', 'src', 'index.ts');
 /** `npm run start:shards`: the sharding manager, with one child process per shard. */
@@ -28,6 +29,8 @@ export interface HeraldProcess {
   minorFaults(): number;
   /** Open file descriptors now (sockets, files, pipes, timers' eventfds): Node's handles as the kernel sees them. */
   openFiles(): number;
+  /** The memory allocators mapped into the process and its children, each named once (`glibc`, `jemalloc`, …). */
+  allocators(): string[];
   /** True while the process runs. */
   running(): boolean;
   /** SIGTERM, then SIGKILL after 12 s. */
@@ -111,6 +114,9 @@ export function startHeraldProcess(
     },
     openFiles() {
       return readdirSync(`/proc/${pid}/fd`).length;
+    },
+    allocators() {
+      return [...new Set(tree(pid).map((id) => allocatorOf(id) ?? 'unknown'))].sort();
     },
     async untilReady(ready) {
       let onExit = (): void => {};

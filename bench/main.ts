@@ -2,11 +2,12 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>T<time>-<commit>-<one-process or N-shards>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -10), `--receiver-nap=MS` has it read the socket every MS while traffic is light in P4 (default 2; 0: it wakes for each packet), `--speak-spread=MS` (a diagnostic) sends P4's `/speak` evenly over MS rather than at the same moment, `--repeat=N` runs each P4 step N times and reports its median run, `--dave=off` has the emulated Discord decline DAVE (to show its cost; by default every figure is under it), `--tts-write-every=MS` how often at most the emulated TTS service writes in P4 and P6 (default 20; 0: every Ogg page alone, as in P1–P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards), `--nice=N` runs Herald at that nice value (the emulated world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -10), `--receiver-nap=MS` has it read the socket every MS while traffic is light in P4 (default 2; 0: it wakes for each packet), `--speak-spread=MS` (a diagnostic) sends P4's `/speak` evenly over MS rather than at the same moment, `--repeat=N` runs each P4 step N times and reports its median run, `--malloc=jemalloc|glibc` the memory allocator Herald runs on (default jemalloc when installed, preloaded as the container image does), `--dave=off` has the emulated Discord decline DAVE (to show its cost; by default every figure is under it), `--tts-write-every=MS` how often at most the emulated TTS service writes in P4 and P6 (default 20; 0: every Ogg page alone, as in P1–P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { findJemalloc } from '../src/ops/index.ts';
 import {
   type BenchOptions,
   type BenchResult,
@@ -34,6 +35,9 @@ const options: BenchOptions = {
     ...(flag('log-level') ? { LOG_LEVEL: flag('log-level') ?? '' } : {}),
   },
   ...(flag('shards') ? { shards: Number(flag('shards')) } : {}),
+  // --malloc=jemalloc|glibc; by default jemalloc when it is installed, as the container image runs Herald.
+  heraldAllocator:
+    flag('malloc') === 'glibc' || (flag('malloc') === undefined && !findJemalloc()) ? 'glibc' : 'jemalloc',
   ...(flag('nice') ? { heraldNice: Number(flag('nice')) } : {}),
   ...(flag('receiver-nice') ? { receiverNice: Number(flag('receiver-nice')) } : {}),
   ...(flag('receiver-nap') ? { receiverNapMs: Number(flag('receiver-nap')) } : {}),
@@ -95,9 +99,13 @@ function formatTable(r: BenchResult): string {
     ],
     [
       'Herald',
-      r.options.shards
-        ? `${r.options.shards} shard processes (npm run start:shards), nice ${r.options.heraldNice ?? HERALD_NICE}`
-        : `one process (npm start), nice ${r.options.heraldNice ?? HERALD_NICE}`,
+      `${
+        r.options.shards
+          ? `${r.options.shards} shard processes (npm run start:shards), nice ${r.options.heraldNice ?? HERALD_NICE}`
+          : `one process (npm start), nice ${r.options.heraldNice ?? HERALD_NICE}`
+      }; memory allocator ${r.machine.heraldAllocators.join(', ')}${
+        r.options.heraldAllocator === 'jemalloc' ? ' (preloaded, as in the container image)' : ''
+      }`,
     ],
     ['P1 TTS first byte → first voice packet', ms(r.p1TtsToFirstPacketMs)],
     ['P2 /speak → first voice packet, cold', ms(r.p2SpeakToFirstPacketMs.cold)],

@@ -13,6 +13,7 @@ import {
 } from 'discord.js';
 import type { Config } from '../config.ts';
 import { type Speaker, TtsAuthenticationError, type TtsClient } from '../tts/index.ts';
+import { allocatorCheck } from './allocator.ts';
 import type { DoctorCheck } from './doctor-check.ts';
 import { autoReadChannels, databaseChecks, readDatabase } from './doctor-database.ts';
 
@@ -75,6 +76,7 @@ export async function runDoctor(context: DoctorContext): Promise<DoctorCheck[]> 
   const checks: DoctorCheck[] = [
     nodeCheck(context.nodeVersion ?? process.versions.node),
     opusCheck(context.loadOpus ?? loadOpus),
+    allocatorCheck(),
   ];
 
   // Read first: the permission checks need the auto-read channels, the database rows need the servers' names.

@@ -109,6 +109,7 @@ describe('npm run doctor', () => {
     expect(checks.map((check) => check.name)).toEqual([
       'Node.js',
       'Opus addon',
+      'Memory allocator',
       'Discord token',
       'Application id',
       'Message Content intent',
