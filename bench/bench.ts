@@ -50,8 +50,8 @@ export interface BenchOptions {
   readonly heraldEnv?: Record<string, string>;
   /**
    * The memory allocator Herald runs on: `jemalloc` preloads it (`LD_PRELOAD`), as the container image does;
-   * `glibc` (the default) runs Node's own. At 1,000 servers jemalloc read 0.88–4.86 % late in six runs where glibc
-   * read 2.25–63.46 % in the six alternating with them (README, Performance).
+   * `glibc` (the default) runs Node's own. At 1,000 servers, over a day's fresh runs, jemalloc read a median of
+   * 3.7 % late (0.88–21.94 %) and glibc 6.6 % (2.25–63.46 %) (README, Performance).
    */
   readonly heraldAllocator?: 'jemalloc' | 'glibc';
   /**
