@@ -4,14 +4,7 @@
  */
 import { expect, it } from 'vitest';
 import { openSqliteDatabase } from '../../src/storage/sqlite/database.ts';
-
-/** Holds the thread for `ms`, as a transaction with more work in it would. */
-function busy(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // spin
-  }
-}
+import { busy } from '../support/busy.ts';
 
 it('lets a due timer run in the middle of a burst of transactions', async () => {
   const db = openSqliteDatabase(':memory:');

@@ -4,22 +4,15 @@
  * are prepared at once: every slice left for a later turn of the event loop waited behind that turn's I/O, and with
  * hundreds of players the cycle's preparation ran on over many turns while every player's next packet waited.
  */
-import { Readable } from 'node:stream';
-import { AudioPlayer, AudioResource, NoSubscriberBehavior, VoiceConnectionStatus } from '@discordjs/voice';
+import type { AudioPlayer } from '@discordjs/voice';
 import { afterEach, expect, it } from 'vitest';
+import { playingPlayer } from '../support/audio-cycle.ts';
+import { busy } from '../support/busy.ts';
 
 const players: AudioPlayer[] = [];
 afterEach(() => {
   for (const player of players.splice(0)) player.stop(true);
 });
-
-/** Holds the thread for `ms`: a player whose preparation is slow, or a turn of the event loop busy with I/O. */
-function busy(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // spin
-  }
-}
 
 it('prepares the rest of a cycle at once when the next cycle is due, instead of one slice per turn', async () => {
   // Counts the turns of the event loop, each of which also holds the thread for 3 ms (other work: sockets, timers).
@@ -36,26 +29,19 @@ it('prepares the rest of a cycle at once when the next cycle is due, instead of 
   // cycles' time: unpatched (slices of 4 ms, two players each) every cycle spans 15 turns.
   const cycles: number[][] = [];
   for (let i = 0; i < 30; i++) {
-    const player = new AudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Play } });
-    players.push(player);
     const first = i === 0;
-    const connection = {
-      state: { status: VoiceConnectionStatus.Ready },
-      setSpeaking: () => {},
-      prepareAudioPacket: () => {
-        busy(2);
-        cycles.at(-1)?.push(turn);
-      },
-      // The first player's dispatch opens a cycle (every player is dispatched at the start of each).
-      dispatchAudio: () => {
-        if (first) cycles.push([]);
-        return true;
-      },
-    };
-    (player as unknown as { subscribe(c: unknown): void }).subscribe(connection);
-    const stream = new Readable({ objectMode: true, read() {} });
-    for (let frame = 0; frame < 500; frame++) stream.push(Buffer.from([0xfc, frame & 0xff, 1, 2]));
-    player.play(new AudioResource([], [stream], undefined, 0));
+    players.push(
+      playingPlayer({
+        prepare: () => {
+          busy(2);
+          cycles.at(-1)?.push(turn);
+        },
+        // The first player's dispatch opens a cycle (every player is dispatched at the start of each).
+        dispatch: () => {
+          if (first) cycles.push([]);
+        },
+      }),
+    );
   }
   await new Promise((resolve) => setTimeout(resolve, 400));
   counting = false;

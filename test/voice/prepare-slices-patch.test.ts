@@ -4,9 +4,9 @@
  * turn of the event loop. Every turn also runs whatever I/O is due, so one player per turn stretched a cycle over
  * hundreds of turns once hundreds of players and their downloads were busy, and every packet went out late.
  */
-import { Readable } from 'node:stream';
-import { AudioPlayer, AudioResource, NoSubscriberBehavior, VoiceConnectionStatus } from '@discordjs/voice';
+import type { AudioPlayer } from '@discordjs/voice';
 import { afterEach, expect, it } from 'vitest';
+import { playingPlayer } from '../support/audio-cycle.ts';
 
 const players: AudioPlayer[] = [];
 afterEach(() => {
@@ -25,21 +25,13 @@ it("prepares all of a cycle's players within a turn or two of the event loop, no
 
   const turnsOfPrepares: number[] = [];
   for (let i = 0; i < 40; i++) {
-    const player = new AudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Play } });
-    players.push(player);
-    const connection = {
-      state: { status: VoiceConnectionStatus.Ready },
-      setSpeaking: () => {},
-      prepareAudioPacket: () => {
-        turnsOfPrepares.push(turn);
-      },
-      dispatchAudio: () => true,
-    };
-    (player as unknown as { subscribe(c: unknown): void }).subscribe(connection);
-    // Far more frames than the test plays: the players never run dry.
-    const stream = new Readable({ objectMode: true, read() {} });
-    for (let frame = 0; frame < 500; frame++) stream.push(Buffer.from([0xfc, frame & 0xff, 1, 2]));
-    player.play(new AudioResource([], [stream], undefined, 0));
+    players.push(
+      playingPlayer({
+        prepare: () => {
+          turnsOfPrepares.push(turn);
+        },
+      }),
+    );
   }
   await new Promise((resolve) => setTimeout(resolve, 150));
   counting = false;
