@@ -2,6 +2,9 @@
  * A 20-server smoke run of `npm run bench`: the benchmark runs end to end against the emulators and Herald's own
  * process and produces a well-formed result. No figure is judged here (speed is read from the bench's output).
  */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { runBench } from '../../bench/bench.ts';
 
@@ -55,5 +58,41 @@ describe('npm run bench (smoke, 20 servers)', () => {
       expect(result.baseline.steps[0]?.cpuMsPerStreamSecond).toBeGreaterThan(0);
     } else expect(result.baseline.reason).toMatch(/ffmpeg/);
     expect(JSON.parse(JSON.stringify(result))).toEqual(result);
+  });
+});
+
+describe('npm run bench:playback (smoke, 2 processes of 3 players)', () => {
+  it('plays every packet to the sink and reports CPU, lateness and full collections', {
+    timeout: 120_000,
+  }, async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        join(import.meta.dirname, '..', '..', 'bench', 'playback.ts'),
+        '--processes=2',
+        '--players=3',
+        '--seconds=1',
+        '--rounds=1',
+        '--no-write',
+      ],
+      { timeout: 110_000 },
+    );
+    expect(stdout).toMatch(/player processes' V8 flags: --initial-old-space-size=\d+/);
+    const figures = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as {
+      rounds: {
+        packetsSent: number;
+        packetsReceived: number;
+        usPerPacket: number;
+        fullCollectionsMs: number[];
+      }[];
+      lateShare: number;
+    };
+    const [round] = figures.rounds;
+    // 1 s of speech is 50 packets a player, and the trailing silence frames: each of the 6 players' reached the sink.
+    expect(round?.packetsSent).toBeGreaterThanOrEqual(6 * 50);
+    expect(round?.packetsReceived).toBe(round?.packetsSent);
+    expect(round?.usPerPacket).toBeGreaterThan(0);
+    expect(Array.isArray(round?.fullCollectionsMs)).toBe(true);
+    expect(figures.lateShare).toBeGreaterThanOrEqual(0);
   });
 });
