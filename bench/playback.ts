@@ -13,11 +13,10 @@
  * its own, reads as the emulated voice server does (in turns, 2 ms apart when the socket is nearly empty) and times
  * each packet as `npm run bench` does: from its stream's first packet, 20 ms per sequence number; late means more
  * than 40 ms after its slot. CPU is each player process's own (user + system, all its threads, GC included), over
- * `--seconds=` (default 10) of audio; `--rounds=` (default 3) runs, the median reported. The player processes run
- * with the shards' V8 flags (src/shard/config.ts) unless `--node-flags=` gives others (`--node-flags=` alone: none);
- * each reports its full collections while playing. Run: `npm run
+ * `--seconds=` (default 10) of audio; `--rounds=` (default 3) runs, the median reported. `--node-flags="..."` gives
+ * the player processes V8 flags (none by default, as Herald's); each reports its full collections while playing. Run: `npm run
  * bench:playback [-- --processes=4]`; prints the figures and writes
- * bench/results/playback-<P>x<N>[-no-flags]-<date>-<commit>.json.
+ * bench/results/playback-<P>x<N>[-<flags>]-<date>-<commit>.json.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import dgram from 'node:dgram';
@@ -29,7 +28,6 @@ import { AudioPlayer, NoSubscriberBehavior, VoiceConnectionStatus } from '@disco
 import { encodeTone, writeOggOpus } from '../emulators/tts/ogg.ts';
 import { ReadAhead } from '../src/audio/read-ahead.ts';
 import { createSpeechResource } from '../src/audio/resource.ts';
-import { SHARD_NODE_FLAGS } from '../src/shard/config.ts';
 import { cpuMsSince, median } from './cpu-time.ts';
 import { daveGroup } from './reference-frame.ts';
 import { machineOf, writeResult } from './result-file.ts';
@@ -42,8 +40,8 @@ const PLAYERS = Number(flag('players') ?? 250);
 const SECONDS = Number(flag('seconds') ?? 10);
 const ROUNDS = Number(flag('rounds') ?? 3);
 const LATE_MS = 40;
-/** V8 flags of the player processes: by default a shard's (src/shard/config.ts); `--node-flags=` for none or others. */
-const NODE_FLAGS = flag('node-flags')?.split(' ').filter(Boolean) ?? SHARD_NODE_FLAGS;
+/** V8 flags of the player processes (`--node-flags="--initial-old-space-size=256"`); none by default, as Herald's. */
+const NODE_FLAGS = flag('node-flags')?.split(' ').filter(Boolean) ?? [];
 
 /** What a player process reports when its players are done. */
 interface PlayerReport {
@@ -269,7 +267,12 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(figures));
     return;
   }
-  const flags = NODE_FLAGS === SHARD_NODE_FLAGS ? '' : NODE_FLAGS.length === 0 ? '-no-flags' : '-other-flags';
+  const flags =
+    NODE_FLAGS.length === 0
+      ? ''
+      : `-${NODE_FLAGS.join('-')
+          .replace(/[^a-z0-9=]+/gi, '-')
+          .replace(/^-+/, '')}`;
   const file = writeResult(
     `playback-${PROCESSES}x${PLAYERS}${flags}`,
     new Date().toISOString(),

@@ -119,13 +119,3 @@ export function shardIdsOf(config: ShardConfig, count: number): readonly number[
 export function shardOfGuild(guildId: string, count: number): number {
   return Number((BigInt(guildId) >> 22n) % BigInt(count));
 }
-
-/**
- * V8 flags of every shard process. V8 starts a process's old generation small and grows it through full
- * collections, so a fresh shard met its first burst of `/speak` with a full collection about every second, each
- * pausing it 30-80 ms while its streams were starting (`npm run bench:playback -- --processes=4 --node-flags=`: 5-8 %
- * of packets late at 1,000 streams, all in their first second). Letting the old generation start at 256 MB leaves
- * that burst to the young generation's scavenges; it sets when the first full collection comes, not how much memory
- * is held.
- */
-export const SHARD_NODE_FLAGS: readonly string[] = ['--initial-old-space-size=256'];

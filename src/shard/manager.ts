@@ -6,7 +6,7 @@ import { type Config, secretsOf } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { keepRecentProblems, type OpsServer, type StatusSource, startOpsServer } from '../ops/index.ts';
 import { type Database, openDatabase } from '../storage/index.ts';
-import { SHARD_NODE_FLAGS, shardIdsOf } from './config.ts';
+import { shardIdsOf } from './config.ts';
 import { askEach } from './ipc.ts';
 import { mergeShardStatus } from './status.ts';
 
@@ -81,7 +81,6 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
     shardList: [...ids],
     mode: 'process',
     respawn: true,
-    execArgv: [...SHARD_NODE_FLAGS],
   });
   // discord.js emits 'death' for a shard stopped on purpose too (kill(), without respawning it).
   let stopping = false;

@@ -77,7 +77,7 @@ describe('npm run bench:playback (smoke, 2 processes of 3 players)', () => {
       ],
       { timeout: 110_000 },
     );
-    expect(stdout).toMatch(/player processes' V8 flags: --initial-old-space-size=\d+/);
+    expect(stdout).toMatch(/player processes' V8 flags: none/);
     const figures = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as {
       rounds: {
         packetsSent: number;

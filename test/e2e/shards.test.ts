@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PermissionFlagsBits } from 'discord.js';
@@ -15,7 +15,6 @@ import {
 } from '../../emulators/discord/index.ts';
 import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
-import { SHARD_NODE_FLAGS } from '../../src/shard/config.ts';
 import { createDatabase } from '../support/postgres.ts';
 import { run, type Spawned } from '../support/process.ts';
 import { heraldEnv } from './harness.ts';
@@ -183,10 +182,6 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       ]);
       for (let shard = 0; shard < 4; shard += 1) {
         expect(servers.filter((s) => shardOf(s.guild.id, 4) === shard).length).toBeGreaterThanOrEqual(5);
-        // Each shard process runs with the shards' V8 flags (its old generation starts large: no full collections
-        // while a burst of streams starts), given on its command line, where NODE_OPTIONS could not give them.
-        const args = readFileSync(`/proc/${pidOf(group, shard)}/cmdline`, 'utf8').split('\0');
-        expect(args).toEqual(expect.arrayContaining([...SHARD_NODE_FLAGS]));
       }
       const replies = await Promise.all(
         servers.flatMap(({ members, text }) =>
