@@ -310,7 +310,8 @@ export const RECEIVER_NAP_MS = 2;
 export const TTS_WRITE_EVERY_MS = 20;
 /** 40 ms of audio per character in the TTS emulator (its default). */
 const MS_PER_CHAR = 40;
-const LATE_MS = 40;
+/** A packet more than this behind its slot (20 ms a sequence number from its stream's first) is late: the 40 ms. */
+export const LATE_MS = 40;
 
 interface Server {
   readonly guild: Guild;

@@ -99,11 +99,7 @@ function formatTable(r: BenchResult): string {
     ],
     [
       'Herald',
-      `${
-        r.options.shards
-          ? `${r.options.shards} shard processes (npm run start:shards), nice ${r.options.heraldNice ?? HERALD_NICE}`
-          : `one process (npm start), nice ${r.options.heraldNice ?? HERALD_NICE}`
-      }; memory allocator ${r.machine.heraldAllocators.join(', ')}${
+      `${r.options.shards ? `${r.options.shards} shard processes (npm run start:shards)` : 'one process (npm start)'}, nice ${r.options.heraldNice ?? HERALD_NICE}; memory allocator ${r.machine.heraldAllocators.join(', ')}${
         r.options.heraldAllocator === 'jemalloc' ? ' (preloaded, as in the container image)' : ''
       }`,
     ],

@@ -28,6 +28,7 @@ import { AudioPlayer, NoSubscriberBehavior, VoiceConnectionStatus } from '@disco
 import { encodeTone, writeOggOpus } from '../emulators/tts/ogg.ts';
 import { ReadAhead } from '../src/audio/read-ahead.ts';
 import { createSpeechResource } from '../src/audio/resource.ts';
+import { LATE_MS } from './bench.ts';
 import { cpuMsSince, median } from './cpu-time.ts';
 import { daveGroup } from './reference-frame.ts';
 import { machineOf, writeResult } from './result-file.ts';
@@ -39,7 +40,6 @@ const PROCESSES = Number(flag('processes') ?? 1);
 const PLAYERS = Number(flag('players') ?? 250);
 const SECONDS = Number(flag('seconds') ?? 10);
 const ROUNDS = Number(flag('rounds') ?? 3);
-const LATE_MS = 40;
 /** V8 flags of the player processes (`--node-flags="--initial-old-space-size=256"`); none by default, as Herald's. */
 const NODE_FLAGS = flag('node-flags')?.split(' ').filter(Boolean) ?? [];
 
@@ -48,6 +48,16 @@ interface PlayerReport {
   readonly packets: number;
   readonly cpuMs: number;
   /** The pause of each full collection while it played. */
+  readonly fullCollectionsMs: readonly number[];
+}
+
+/** One round's figures, as the JSON keeps them. */
+interface RoundFigures {
+  readonly usPerPacket: number;
+  readonly lateShare: number;
+  readonly packetsSent: number;
+  readonly packetsReceived: number;
+  readonly lateBySecond: readonly number[];
   readonly fullCollectionsMs: readonly number[];
 }
 
@@ -159,7 +169,8 @@ async function runPlayers(port: number, first: number): Promise<void> {
   // A DAVE group for each player (an MLS commit and welcome each, about 10 ms), before the timed part.
   const sessions = Array.from({ length: PLAYERS }, () => daveGroup().bot);
   // A second of speech on every player first, untimed, as a bot has played before a burst (the code compiled).
-  const warming = sessions.map((bot, i) => play(speech(1), port, bot, first + i));
+  const warmUp = speech(1);
+  const warming = sessions.map((bot, i) => play(warmUp, port, bot, first + i));
   await Promise.all(warming.map((p) => p.done));
   for (const p of warming) p.close();
   // Full collections (mark-compact) while playing: each stops every player in the process.
@@ -216,13 +227,12 @@ async function main(): Promise<void> {
     sinkProcess.stdin.write('report\n');
     return JSON.parse(await readSink()) as SinkReport;
   };
-  const rounds: { usPerPacket: number; lateShare: number; packetsSent: number; packetsReceived: number }[] =
-    [];
+  const rounds: RoundFigures[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const { reports, sink } = await round(port, askSink);
     const packets = reports.reduce((sum, report) => sum + report.packets, 0);
     const cpuMs = reports.reduce((sum, report) => sum + report.cpuMs, 0);
-    const figures = {
+    const figures: RoundFigures = {
       usPerPacket: Math.round(((cpuMs * 1000) / packets) * 100) / 100,
       lateShare: Math.round((sink.late / Math.max(1, sink.packets)) * 1e5) / 1e5,
       packetsSent: packets,
@@ -247,10 +257,11 @@ async function main(): Promise<void> {
     5,
   );
   const streams = PROCESSES * PLAYERS;
+  const msPerStreamSecond = Math.round(usPerPacket * 50) / 1000;
   console.log(`${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, commit ${machine.commit}`);
   console.log(`player processes' V8 flags: ${NODE_FLAGS.join(' ') || 'none'}`);
   console.log(
-    `playing ${streams} streams (${PROCESSES} process${PROCESSES === 1 ? '' : 'es'} × ${PLAYERS} players, ${SECONDS} s each, median of ${ROUNDS} rounds): ${usPerPacket} µs of CPU per voice packet (${Math.round(usPerPacket * 50) / 1000} ms per stream-second), ${(lateShare * 100).toFixed(2)} % of packets > ${LATE_MS} ms late; by round ${rounds.map((r) => `${r.usPerPacket} µs / ${(r.lateShare * 100).toFixed(2)} %`).join(', ')}`,
+    `playing ${streams} streams (${PROCESSES} process${PROCESSES === 1 ? '' : 'es'} × ${PLAYERS} players, ${SECONDS} s each, median of ${ROUNDS} rounds): ${usPerPacket} µs of CPU per voice packet (${msPerStreamSecond} ms per stream-second), ${(lateShare * 100).toFixed(2)} % of packets > ${LATE_MS} ms late; by round ${rounds.map((r) => `${r.usPerPacket} µs / ${(r.lateShare * 100).toFixed(2)} %`).join(', ')}`,
   );
   const figures = {
     processes: PROCESSES,
@@ -259,7 +270,7 @@ async function main(): Promise<void> {
     nodeFlags: NODE_FLAGS,
     rounds,
     usPerPacket,
-    msPerStreamSecond: Math.round(usPerPacket * 50) / 1000,
+    msPerStreamSecond,
     lateShare,
   };
   // --no-write (the smoke test): the figures as one JSON line rather than a result file.

@@ -1,6 +1,6 @@
 // Operating Herald: metrics, health, the status page and the doctor's checks. The one door into src/ops/.
 
-export { type Allocator, allocatorOf, findJemalloc } from './allocator.ts';
+export { allocatorOf, findJemalloc } from './allocator.ts';
 export { DEFAULT_DATABASE_TIMEOUT_MS, DeadlineError, within } from './deadline.ts';
 export {
   blocksSpeaking,
