@@ -29,11 +29,16 @@ export interface Reservation {
   readonly estimateUsd: number;
 }
 
-/** Outcome of {@link BudgetGuard.reserve}. `learning`: the balance is unknown and one generation is in flight. */
+/**
+ * Outcome of {@link BudgetGuard.reserve}. `learning`: the balance is unknown and one generation is in flight.
+ * `settling`: refused only on counting generations in flight whose charges the known balance may already include;
+ * it fits if they were, so their settlements will tell (`refusal` is the answer if they do not).
+ */
 export type ReserveOutcome =
   | { readonly kind: 'reserved'; readonly reservation: Reservation }
   | BudgetRefusal
-  | { readonly kind: 'learning' };
+  | { readonly kind: 'learning' }
+  | { readonly kind: 'settling'; readonly refusal: BudgetRefusal };
 
 /** What the response of a generation said about money. */
 export interface Settlement {
@@ -99,6 +104,11 @@ export interface BudgetGuardOptions {
    * process's settlement (default 250 ms); settlements in this process wake it at once.
    */
   readonly learningPollMs?: number;
+  /**
+   * How long {@link BudgetGuard.acquire} waits for generations in flight to settle when only they stand between a
+   * request and the floor (default 10 s); the refusal stands after it.
+   */
+  readonly settlingWaitMs?: number;
   readonly logger: Logger;
   /** Told of warnings, blocks and resumptions; must not throw (it is called synchronously). */
   readonly onAlert?: (alert: BudgetAlert) => void;
@@ -117,7 +127,8 @@ export interface BudgetGuard {
    */
   reserve(request: BudgetRequest): Promise<ReserveOutcome>;
   /**
-   * {@link reserve}, waiting while the price or balance is being learned (one generation at a time until then).
+   * {@link reserve}, waiting while the price or balance is being learned (one generation at a time until then),
+   * and while only generations in flight, which the known balance may already include, stand in the way.
    * @throws TtsAbortedError when `signal` aborts while waiting.
    */
   acquire(

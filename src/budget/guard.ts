@@ -16,12 +16,15 @@ import type {
 } from './guard-types.ts';
 import { fromNanos, toNanos } from './money.ts';
 import { learnPrice } from './price.ts';
+import type { OpenTotals } from './reads.ts';
 import { type AccountState, type StoredReservation, utcDay } from './records.ts';
+import type { BudgetRefusal } from './refusal.ts';
 import { createBudgetRules, MINUTE_MS } from './rules.ts';
 import type { BudgetTransaction } from './store.ts';
 
 const DEFAULT_RESERVATION_TTL_MS = 5 * MINUTE_MS;
 const DEFAULT_LEARNING_POLL_MS = 250;
+const DEFAULT_SETTLING_WAIT_MS = 10_000;
 
 /**
  * Creates the budget guard over a store. Every decision reads the account and every process's reservations from
@@ -35,6 +38,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
   const logger = options.logger;
   const ttlMs = options.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS;
   const pollMs = options.learningPollMs ?? DEFAULT_LEARNING_POLL_MS;
+  const settlingWaitMs = options.settlingWaitMs ?? DEFAULT_SETTLING_WAIT_MS;
   const floorNanos = toNanos(floorUsd);
   let waiters: (() => void)[] = [];
   // The last account state this process read: only for estimates outside a decision (`estimateUsd`).
@@ -59,6 +63,19 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     waiters = [];
     for (const resume of woken) resume();
   };
+
+  /**
+   * Whether a floor refusal stands only on reservations made before the known balance was seen. Their charges may
+   * be in that balance already (the service charges as it answers; a burst's settlements trail its charges), so
+   * counting them as well refuses what fits: such a request waits for them to settle rather than being refused.
+   */
+  const onlyInFlightStandsInTheWay = (refusal: BudgetRefusal, open: OpenTotals): boolean =>
+    refusal.kind === 'would-cross-floor' &&
+    open.priorNanos > 0 &&
+    toNanos(refusal.balanceUsd) -
+      (toNanos(refusal.reservedUsd) - open.priorNanos) -
+      toNanos(refusal.estimateUsd) >=
+      floorNanos;
 
   const toReservation = (stored: StoredReservation): Reservation => ({
     id: stored.id,
@@ -226,8 +243,10 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
       const account = await reconcile(tx, at);
       lastSeen = account;
       if (kind === 'speech') {
-        const open = await tx.openTotals(at, request.guildId, request.userId);
+        const open = await tx.openTotals(at, request.guildId, request.userId, account.balanceSeenAt);
         const refusal = await evaluate(tx, account, open, request, at);
+        if (refusal && onlyInFlightStandsInTheWay(refusal, open))
+          return { kind: 'settling', refusal } as const;
         if (refusal) return refusal;
         if (open.count > 0 && learning(account)) return { kind: 'learning' } as const;
       }
@@ -285,16 +304,25 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
       const at = now();
       const account = await store.account();
       lastSeen = account;
-      const open = await store.openTotals(at, request.guildId, request.userId);
+      const open = await store.openTotals(at, request.guildId, request.userId, account.balanceSeenAt);
       const refusal = await evaluate(store, account, open, request, at, queued);
-      return refusal ?? { kind: 'ok' };
+      // What waits for generations in flight to settle is not refused yet: `acquire` waits for them.
+      if (!refusal || onlyInFlightStandsInTheWay(refusal, open)) return { kind: 'ok' };
+      return refusal;
     },
     reserve,
     async acquire(request, signal) {
+      const started = now();
       for (;;) {
         if (signal?.aborted) throw new TtsAbortedError();
         const outcome = await reserve(request);
-        if (outcome.kind !== 'learning') return outcome;
+        if (outcome.kind === 'settling' && now() - started >= settlingWaitMs) {
+          logger.warn('generations in flight did not settle in time; the floor refusal stands', {
+            waitedMs: now() - started,
+          });
+          return outcome.refusal;
+        }
+        if (outcome.kind !== 'learning' && outcome.kind !== 'settling') return outcome;
         await nextWake(signal);
       }
     },

@@ -22,6 +22,11 @@ const fromNanosOrNull = (nanos: number | null): number | null => (nanos === null
 export interface OpenTotals {
   readonly count: number;
   readonly estimateNanos: number;
+  /**
+   * The part of {@link estimateNanos} reserved before the known balance was seen: generations whose charge that
+   * balance may already include, so counting them again may refuse what fits once they settle.
+   */
+  readonly priorNanos: number;
   readonly guildEstimateNanos: number;
   readonly userCharacters: number;
 }
@@ -33,9 +38,9 @@ export interface BudgetReads {
   reservations(at: number): Promise<StoredReservation[]>;
   /**
    * The same reservations summed in the database, for a decision about `guildId` and `userId`: reading every row
-   * for every decision made a burst of N requests cost N² rows.
+   * for every decision made a burst of N requests cost N² rows. `seenAt`: when the known balance was seen.
    */
-  openTotals(at: number, guildId: string, userId: string): Promise<OpenTotals>;
+  openTotals(at: number, guildId: string, userId: string, seenAt?: number | null): Promise<OpenTotals>;
   /** A server's spend on a UTC day (`YYYY-MM-DD`). */
   spendOn(guildId: string, day: string): Promise<DailySpend>;
   /** The user's generations after `since` (ms), oldest first, across every server. */
@@ -126,17 +131,19 @@ export function reads(q: Queryable): BudgetReads {
       );
       return rows.map(toReservation);
     },
-    async openTotals(at, guildId, userId) {
-      const row = await q.get<{ count: number; total: number; guild: number; member: number }>(
+    async openTotals(at, guildId, userId, seenAt) {
+      const row = await q.get<{ count: number; total: number; prior: number; guild: number; member: number }>(
         `SELECT COUNT(*) AS count, COALESCE(SUM(estimate_nanos), 0) AS total,
+           COALESCE(SUM(CASE WHEN created_at < $4 THEN estimate_nanos ELSE 0 END), 0) AS prior,
            COALESCE(SUM(CASE WHEN guild_id = $2 THEN estimate_nanos ELSE 0 END), 0) AS guild,
            COALESCE(SUM(CASE WHEN user_id = $3 THEN characters ELSE 0 END), 0) AS member
          FROM budget_reservations WHERE expires_at > $1`,
-        [at, guildId, userId],
+        [at, guildId, userId, seenAt ?? 0],
       );
       return {
         count: Number(row?.count ?? 0),
         estimateNanos: Number(row?.total ?? 0),
+        priorNanos: Number(row?.prior ?? 0),
         guildEstimateNanos: Number(row?.guild ?? 0),
         userCharacters: Number(row?.member ?? 0),
       };

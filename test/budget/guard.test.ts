@@ -168,6 +168,68 @@ describeEachBackend('budget guard', (backend) => {
     });
   });
 
+  describe('a burst whose settlements trail its charges', () => {
+    // The service charges as it answers, so a balance one response reports may already include generations whose
+    // settlements have not been recorded yet. Price 0.0001 a character: 2,000 characters cost $0.20; floor $0.50.
+    const twoInFlightThenOneSettles = async (reportedUsd: number) => {
+      const made = await makeGuard({
+        account: { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 },
+        learningPollMs: 5,
+        settlingWaitMs: 1_000,
+      });
+      const { guard, clock } = made;
+      const a = await guard.reserve(req(2000, 'm1'));
+      const b = await guard.reserve(req(2000, 'm2'));
+      if (a.kind !== 'reserved' || b.kind !== 'reserved') throw new Error('expected reservations');
+      clock.now += 10;
+      await guard.settle(a.reservation, { costUsd: 0.2, balanceUsd: reportedUsd, requestId: 'a' });
+      clock.now += 10;
+      return { ...made, b: b.reservation };
+    };
+
+    it('waits for the generations in flight instead of counting a charge the balance already holds twice', async () => {
+      // A's response reports $0.60: both A and B were charged. $0.10 more fits ($0.50 left), though B still looks open.
+      const { guard, b } = await twoInFlightThenOneSettles(0.6);
+      expect(await guard.reserve(req(1000, 'm3'))).toMatchObject({
+        kind: 'settling',
+        refusal: { kind: 'would-cross-floor', balanceUsd: 0.6, reservedUsd: 0.2 },
+      });
+      expect(await guard.check(req(1000, 'm3'))).toEqual({ kind: 'ok' });
+      const waiting = guard.acquire(req(1000, 'm3'));
+      await guard.settle(b, { costUsd: 0.2, balanceUsd: 0.6, requestId: 'b' });
+      expect((await waiting).kind).toBe('reserved');
+      expect(await guard.status()).toMatchObject({ balanceUsd: 0.6, inFlight: 1, reservedUsd: 0.1 });
+    });
+
+    it('refuses once they settle when the balance did not hold their charges, so the floor still holds', async () => {
+      // A's response reports $0.80: only A was charged. $0.20 more fits only if B was charged already; it was not.
+      const { guard, b } = await twoInFlightThenOneSettles(0.8);
+      const waiting = guard.acquire(req(2000, 'm3'));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await guard.settle(b, { costUsd: 0.2, balanceUsd: 0.6, requestId: 'b' });
+      expect(await waiting).toMatchObject({ kind: 'would-cross-floor', balanceUsd: 0.6, reservedUsd: 0 });
+      expect((await guard.status()).inFlight).toBe(0);
+    });
+
+    it('refuses after the settling wait when a generation in flight never settles', async () => {
+      const { guard, clock } = await twoInFlightThenOneSettles(0.6);
+      const waiting = guard.acquire(req(1000, 'm3'));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      clock.now += 1_000;
+      expect(await waiting).toMatchObject({ kind: 'would-cross-floor', balanceUsd: 0.6, reservedUsd: 0.2 });
+      expect((await guard.status()).inFlight).toBe(1);
+    });
+
+    it('counts in full what was reserved after the balance was seen: those charges cannot be in it', async () => {
+      const { guard, b, clock } = await twoInFlightThenOneSettles(0.6);
+      await guard.settle(b, { costUsd: 0.2, balanceUsd: 0.6, requestId: 'b' });
+      clock.now += 10;
+      expect((await guard.reserve(req(500, 'm3'))).kind).toBe('reserved');
+      // $0.60 − $0.05 in flight − $0.10 < $0.50, and the $0.05 was reserved after $0.60 was seen.
+      expect((await guard.reserve(req(1000, 'm4'))).kind).toBe('would-cross-floor');
+    });
+  });
+
   describe('a call that got no answer', () => {
     it('records an uncertain row at its estimate when the request reached the service, and nothing when not', async () => {
       const account = { balanceUsd: 1, pricePerCharUsd: PRICE, priceCharacters: 100 };
