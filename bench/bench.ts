@@ -80,6 +80,13 @@ export interface BenchOptions {
    */
   readonly receiverNapMs?: number;
   /**
+   * In P4, the receiving thread holds every packet, with the time it arrived, until the step's streams are over,
+   * instead of handing each batch to the emulator's main thread (default true; see
+   * DiscordEmulator.holdVoicePackets). That thread serves the gateway, REST and the TTS service on Herald's two
+   * cores; on Discord the media server is another machine. Arrival times are taken as before, on arrival.
+   */
+  readonly holdPackets?: boolean;
+  /**
    * A diagnostic, not the issue's scenario: in P4 the members' `/speak` go out evenly over this many ms rather
    * than at the same moment (default 0, the same moment). Shows how much of the lateness comes from the start of
    * the burst.
@@ -397,6 +404,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
             idleRssMb,
             options.receiverNapMs ?? RECEIVER_NAP_MS,
             options.speakSpreadMs ?? 0,
+            options.holdPackets ?? true,
           ),
         );
       }
@@ -440,6 +448,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         ...options,
         ttsWriteEveryMs: options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS,
         receiverNapMs: options.receiverNapMs ?? RECEIVER_NAP_MS,
+        holdPackets: options.holdPackets ?? true,
         progress: undefined,
       } as unknown as BenchOptions,
       startedAt,
@@ -587,6 +596,7 @@ async function speakAll(
   idleRssMb: number,
   receiverNapMs: number,
   speakSpreadMs: number,
+  holdPackets: boolean,
 ): Promise<ConcurrencyStep> {
   const text = utteranceOf(audioSeconds);
   for (const server of servers) discord.voice(server.guild).clear();
@@ -594,6 +604,7 @@ async function speakAll(
   // take this machine's cores from Herald and delay the very arrival times measured (P1–P3 and P6 decrypt).
   discord.setMembersDecrypt(false);
   discord.setReceiverNap(receiverNapMs);
+  if (holdPackets) discord.holdVoicePackets();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   const cpuBefore = herald.cpuMs();
@@ -606,6 +617,12 @@ async function speakAll(
   let unanswered = 0;
   const answeredAt: number[] = [];
   const stepStart = performance.now();
+  let ended: {
+    cpuMs: number;
+    faults: number;
+    worldCpuMs: number;
+    worldThreads: ReturnType<typeof cpuMsByThreadNameSince>;
+  };
   const cpuAt: number[] = [cpuBefore];
   const sampler = setInterval(() => {
     rssMb = Math.max(rssMb, herald.rssMb());
@@ -629,19 +646,25 @@ async function speakAll(
       }),
     );
     unanswered = answers.filter((answered) => !answered).length;
-    await untilQuiet(discord, servers, audioSeconds * 1000 + 60_000);
+    if (holdPackets) await untilHeldQuiet(discord, servers.length, audioSeconds * 1000 + 60_000);
+    else await untilQuiet(discord, servers, audioSeconds * 1000 + 60_000);
   } finally {
     clearInterval(sampler);
     clearInterval(cpuSampler);
     loop.disable();
+    // Read before the held packets are captured: that work comes after the streams, when nothing plays.
+    ended = {
+      cpuMs: herald.cpuMs() - cpuBefore,
+      faults: herald.minorFaults() - faultsBefore,
+      worldCpuMs: cpuMsSince(worldBefore),
+      worldThreads: cpuMsByThreadNameSince(worldThreadsBefore),
+    };
+    if (holdPackets) await discord.releaseVoicePackets();
     discord.setMembersDecrypt(true);
     discord.setReceiverNap(0);
   }
-  const cpuMs = herald.cpuMs() - cpuBefore;
-  const faults = herald.minorFaults() - faultsBefore;
+  const { cpuMs, faults, worldCpuMs, worldThreads } = ended;
   const receiveBufferDrops = udpReceiveBufferErrors() - dropsBefore;
-  const worldCpuMs = cpuMsSince(worldBefore);
-  const worldThreads = cpuMsByThreadNameSince(worldThreadsBefore);
   let packets = 0;
   let late = 0;
   let lost = 0;
@@ -865,6 +888,20 @@ async function untilQuiet(
       return (last !== undefined && now - last.receivedAt > 500) || gaveUp(server);
     });
     if (done) return;
+    await sleep(200);
+  }
+}
+
+/**
+ * {@link untilQuiet} while the receiving thread holds the packets: resolves once packets from at least `servers`
+ * voice sessions are held and none arrived for 500 ms, or at `timeoutMs`.
+ */
+async function untilHeldQuiet(discord: DiscordEmulator, servers: number, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    const held = await discord.heldVoicePackets();
+    const last = held.lastReceivedAt;
+    if (held.sources >= servers && last !== undefined && performance.now() - last > 500) return;
     await sleep(200);
   }
 }

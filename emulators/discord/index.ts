@@ -393,6 +393,9 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       membersDecrypt = on;
     },
     setReceiverNap: (ms) => voice.setReceiverNap(ms),
+    holdVoicePackets: () => voice.holdPackets(),
+    heldVoicePackets: () => voice.heldPackets(),
+    releaseVoicePackets: () => voice.releasePackets(),
     faults: {
       closeVoice: (guild, code) => {
         voice.closeSocket(guild.id, code, `Emulated close ${code}.`);

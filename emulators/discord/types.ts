@@ -5,6 +5,7 @@ import type { DaveGroup } from './dave-group.ts';
 import type { DaveEvent } from './dave-protocol.ts';
 import type { IdentifyRecord, SessionView } from './gateway.ts';
 import type { RestCall } from './rest.ts';
+import type { HeldSummary } from './udp-receiver.ts';
 
 /** Arbitrary JSON the bot sent (embeds, components, commands); tests index into it freely. */
 // biome-ignore lint/suspicious/noExplicitAny: JSON the bot sent, read by tests without ceremony.
@@ -281,6 +282,17 @@ export interface DiscordEmulator {
    * several µs a packet, on the bot's side of loopback too. Arrival times may then read up to `ms` late.
    */
   setReceiverNap(ms: number): void;
+  /**
+   * Holds every voice packet on the receiving thread from now on, with its arrival time, until
+   * {@link releaseVoicePackets}: while held no packet costs the emulator's main thread anything, and no capture sees
+   * it. For benchmarks of hundreds of streams, where that thread shares the bot's cores; released packets are
+   * captured as when members do not decrypt, mapped to the voice sessions as they stand when released.
+   */
+  holdVoicePackets(): void;
+  /** What is held: packets, distinct SSRCs, and the last arrival (`performance.now()`; undefined: none). */
+  heldVoicePackets(): Promise<HeldSummary>;
+  /** Captures every held packet, in arrival order, and stops holding. */
+  releaseVoicePackets(): Promise<void>;
   /** Voice packets that failed to decrypt or matched no session. */
   readonly rejectedVoicePackets: number;
   /** Voice packets lost on purpose by {@link Faults.loseVoicePackets}. */

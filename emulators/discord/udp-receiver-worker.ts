@@ -24,10 +24,21 @@ export type FromReceiver =
       readonly t: 'packets';
       /** Datagrams, back to back; `lengths[i]` bytes each. */
       readonly bytes: Uint8Array;
-      readonly lengths: readonly number[];
+      readonly lengths: ArrayLike<number>;
       /** Arrival times, `performance.timeOrigin + performance.now()` of this thread (epoch ms, sub-ms). */
-      readonly at: readonly number[];
-    };
+      readonly at: ArrayLike<number>;
+      /** Held on this thread until released (see {@link Held}), rather than handed over as they came. */
+      readonly held?: true;
+    }
+  | {
+      readonly t: 'held';
+      /** Datagrams held, the distinct SSRCs among them, and when the last one arrived (epoch ms; 0: none yet). */
+      readonly packets: number;
+      readonly sources: number;
+      readonly lastAt: number;
+    }
+  /** Every datagram held has been posted (as `packets` messages before this one), and none is held any longer. */
+  | { readonly t: 'released' };
 
 const port = parentPort;
 if (!port) throw new Error('udp-receiver-worker.ts runs as a worker thread');
@@ -73,12 +84,79 @@ const flush = (): void => {
   port.postMessage(message, [bytes.buffer]);
 };
 
+/**
+ * Datagrams held on this thread while the main thread is to be left alone (a benchmark's step): copied back to
+ * back into large chunks with their lengths and arrival times, so each costs a copy and no message, and the main
+ * thread takes none of them until they are released.
+ */
+class Held {
+  static readonly CHUNK_BYTES = 8 * 1024 * 1024;
+  static readonly CHUNK_PACKETS = 65_536;
+  readonly #chunks: {
+    bytes: Uint8Array;
+    used: number;
+    lengths: Uint16Array;
+    at: Float64Array;
+    count: number;
+  }[] = [];
+  readonly #sources = new Set<number>();
+  #packets = 0;
+  #lastAt = 0;
+
+  add(packet: Buffer, at: number): void {
+    let chunk = this.#chunks.at(-1);
+    if (!chunk || chunk.used + packet.length > chunk.bytes.length || chunk.count === Held.CHUNK_PACKETS) {
+      chunk = {
+        bytes: new Uint8Array(Math.max(Held.CHUNK_BYTES, packet.length)),
+        used: 0,
+        lengths: new Uint16Array(Held.CHUNK_PACKETS),
+        at: new Float64Array(Held.CHUNK_PACKETS),
+        count: 0,
+      };
+      this.#chunks.push(chunk);
+    }
+    chunk.bytes.set(packet, chunk.used);
+    chunk.used += packet.length;
+    chunk.lengths[chunk.count] = packet.length;
+    chunk.at[chunk.count] = at;
+    chunk.count++;
+    this.#packets++;
+    this.#lastAt = at;
+    if (packet.length >= 12) this.#sources.add(packet.readUInt32BE(8));
+  }
+
+  summary(): FromReceiver {
+    return { t: 'held', packets: this.#packets, sources: this.#sources.size, lastAt: this.#lastAt };
+  }
+
+  /** Posts every chunk, in arrival order, then `released`. */
+  release(): void {
+    for (const chunk of this.#chunks) {
+      const bytes = chunk.bytes.slice(0, chunk.used);
+      const message: FromReceiver = {
+        t: 'packets',
+        bytes,
+        lengths: chunk.lengths.slice(0, chunk.count),
+        at: chunk.at.slice(0, chunk.count),
+        held: true,
+      };
+      port?.postMessage(message, [bytes.buffer]);
+    }
+    port?.postMessage({ t: 'released' } satisfies FromReceiver);
+  }
+}
+let held: Held | undefined;
+
 socket.on('message', (message, remote) => {
   takenThisTurn++;
   const at = performance.timeOrigin + performance.now();
   if (isDiscoveryRequest(message)) {
     // IP discovery: echo the sender's address and port.
     socket.send(discoveryReply(message, remote), remote.port, remote.address);
+    return;
+  }
+  if (held) {
+    held.add(message, at);
     return;
   }
   if (!pending) {
@@ -90,7 +168,13 @@ socket.on('message', (message, remote) => {
 });
 
 /** Main thread → worker. */
-export type ToReceiver = { readonly t: 'close' } | { readonly t: 'nap'; readonly ms: number };
+export type ToReceiver =
+  | { readonly t: 'close' }
+  | { readonly t: 'nap'; readonly ms: number }
+  /** Hold datagrams from now on; `summary`: say what is held; `release`: post them all and stop holding. */
+  | { readonly t: 'hold' }
+  | { readonly t: 'summary' }
+  | { readonly t: 'release' };
 
 /**
  * Reading in turns (see {@link UdpReceiver.setNap}): after a turn of the event loop that took fewer datagrams than
@@ -116,6 +200,21 @@ port.on('message', (message: ToReceiver) => {
   switch (message.t) {
     case 'close':
       socket.close(() => process.exit(0));
+      return;
+    case 'hold':
+      // What arrived before is handed over first, in order.
+      flush();
+      held ??= new Held();
+      return;
+    case 'summary':
+      port.postMessage(
+        held?.summary() ?? ({ t: 'held', packets: 0, sources: 0, lastAt: 0 } satisfies FromReceiver),
+      );
+      return;
+    case 'release':
+      held?.release();
+      if (!held) port.postMessage({ t: 'released' } satisfies FromReceiver);
+      held = undefined;
       return;
     case 'nap':
       napMs = message.ms;

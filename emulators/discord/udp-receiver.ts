@@ -16,7 +16,24 @@ export interface UdpReceiver {
    * arrival time may be read up to `ms` late, which counts against the sender.
    */
   setNap(ms: number): void;
+  /**
+   * Holds datagrams on the receiving thread from now on, with their arrival times, instead of handing each batch
+   * to this thread: while held, no datagram costs this thread anything. {@link release} hands them over.
+   */
+  hold(): void;
+  /** What is held: how many datagrams, from how many SSRCs, and when the last arrived (this thread's clock). */
+  held(): Promise<HeldSummary>;
+  /** Hands every held datagram to `onPacket` (marked held), in arrival order, and stops holding. */
+  release(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** See {@link UdpReceiver.held}. */
+export interface HeldSummary {
+  readonly packets: number;
+  readonly sources: number;
+  /** `performance.now()` of this thread at the last arrival; undefined when nothing is held. */
+  readonly lastReceivedAt: number | undefined;
 }
 
 /**
@@ -26,7 +43,7 @@ export interface UdpReceiver {
  */
 export async function startUdpReceiver(
   receiveBufferBytes: number,
-  onPacket: (packet: Buffer, receivedAt: number) => void,
+  onPacket: (packet: Buffer, receivedAt: number, held: boolean) => void,
   nice?: number,
 ): Promise<UdpReceiver> {
   const worker = new Worker(new URL('./udp-receiver-worker.ts', import.meta.url), {
@@ -36,6 +53,9 @@ export async function startUdpReceiver(
   });
   // The emulator's other sockets keep a test alive; the receiver alone must not.
   worker.unref();
+  // Answers to `summary` and `release`, in the order they were asked (the worker answers in order).
+  const summaries: ((summary: HeldSummary) => void)[] = [];
+  const releases: (() => void)[] = [];
   const { port, niceSet } = await new Promise<{ port: number; niceSet: number | string | undefined }>(
     (resolve, reject) => {
       worker.once('error', reject);
@@ -44,12 +64,30 @@ export async function startUdpReceiver(
           resolve({ port: message.port, niceSet: message.nice });
           return;
         }
+        if (message.t === 'held') {
+          summaries.shift()?.({
+            packets: message.packets,
+            sources: message.sources,
+            lastReceivedAt: message.packets === 0 ? undefined : message.lastAt - performance.timeOrigin,
+          });
+          return;
+        }
+        if (message.t === 'released') {
+          releases.shift()?.();
+          return;
+        }
         const bytes = Buffer.from(message.bytes.buffer, message.bytes.byteOffset, message.bytes.byteLength);
+        const held = message.held === true;
         let offset = 0;
-        message.lengths.forEach((length, i) => {
-          onPacket(bytes.subarray(offset, offset + length), (message.at[i] ?? 0) - performance.timeOrigin);
+        for (let i = 0; i < message.lengths.length; i++) {
+          const length = message.lengths[i] ?? 0;
+          onPacket(
+            bytes.subarray(offset, offset + length),
+            (message.at[i] ?? 0) - performance.timeOrigin,
+            held,
+          );
           offset += length;
-        });
+        }
       });
     },
   );
@@ -59,6 +97,17 @@ export async function startUdpReceiver(
     port,
     nice: niceSet,
     setNap: (ms) => post({ t: 'nap', ms }),
+    hold: () => post({ t: 'hold' }),
+    held: () =>
+      new Promise((resolve) => {
+        summaries.push(resolve);
+        post({ t: 'summary' });
+      }),
+    release: () =>
+      new Promise((resolve) => {
+        releases.push(resolve);
+        post({ t: 'release' });
+      }),
     close: async () => {
       const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
       post({ t: 'close' });

@@ -14,7 +14,7 @@ import {
   transportKey,
   XCHACHA_MODE,
 } from './rtp.ts';
-import { startUdpReceiver, type UdpReceiver } from './udp-receiver.ts';
+import { type HeldSummary, startUdpReceiver, type UdpReceiver } from './udp-receiver.ts';
 
 /** One RTP packet as the emulator received it, and what the members in the channel made of it. */
 export interface CapturedFrame {
@@ -95,6 +95,10 @@ export interface VoiceServer {
   readonly receiverNice: number | string | undefined;
   /** See {@link UdpReceiver.setNap}. */
   setReceiverNap(ms: number): void;
+  /** See {@link DiscordEmulator.holdVoicePackets}. */
+  holdPackets(): void;
+  heldPackets(): Promise<HeldSummary>;
+  releasePackets(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -410,10 +414,11 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     }
     return false;
   };
-  const onPacket = (message: Buffer, receivedAt: number): void => {
+  const onPacket = (message: Buffer, receivedAt: number, held: boolean): void => {
     // 8-byte keepalives need no answer.
     if (message.length < 12 + 16 + 4 || (message[0] ?? 0) >> 6 !== 2) return;
-    if (!options.membersDecrypt()) {
+    // Held packets are captured as they would have been on arrival, when members did not decrypt (the bench's).
+    if (held || !options.membersDecrypt()) {
       // Nobody decrypts: the packet is captured as it arrived and authenticated when first read (see SealedFrame).
       const session = rtpSession(message, sessionOf);
       if (!session) {
@@ -471,6 +476,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     endpoint: `127.0.0.1:${port}`,
     receiverNice: udp.nice,
     setReceiverNap: (ms) => udp.setNap(ms),
+    holdPackets: () => udp.hold(),
+    heldPackets: () => udp.held(),
+    releasePackets: () => udp.release(),
     allocate: (guildId, userId, sessionId, channelId) => {
       const previous = allocations.get(guildId);
       if (previous) bySsrc.delete(previous.ssrc);

@@ -19,25 +19,40 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** An RTP-shaped datagram numbered `n` (the receiver passes on anything that is not IP discovery). */
-const datagram = (n: number): Buffer => {
-  const packet = Buffer.alloc(60);
+/**
+ * An RTP-shaped datagram numbered `n`, from SSRC `ssrc`, `length` bytes (the receiver passes on anything that is
+ * not IP discovery).
+ */
+const datagram = (n: number, ssrc = 1, length = 60): Buffer => {
+  const packet = Buffer.alloc(length);
   packet[0] = 0x80;
   packet[1] = 0x78;
   packet.writeUInt16BE(n, 2);
+  packet.writeUInt32BE(ssrc, 8);
+  packet.fill(n & 0xff, 12);
   return packet;
 };
 
-async function start(): Promise<{ arrivals: { n: number; at: number }[]; send: (n: number) => void }> {
-  const arrivals: { n: number; at: number }[] = [];
-  receiver = await startUdpReceiver(1 << 20, (packet, receivedAt) => {
-    arrivals.push({ n: packet.readUInt16BE(2), at: receivedAt });
+interface Arrival {
+  readonly n: number;
+  readonly at: number;
+  readonly held: boolean;
+  readonly packet: Buffer;
+}
+
+async function start(): Promise<{
+  arrivals: Arrival[];
+  send: (n: number, ssrc?: number, length?: number) => void;
+}> {
+  const arrivals: Arrival[] = [];
+  receiver = await startUdpReceiver(1 << 20, (packet, receivedAt, held) => {
+    arrivals.push({ n: packet.readUInt16BE(2), at: receivedAt, held, packet: Buffer.from(packet) });
   });
   const socket = dgram.createSocket('udp4');
   client = socket;
   const port = receiver.port;
   await new Promise<void>((resolve) => socket.connect(port, '127.0.0.1', resolve));
-  return { arrivals, send: (n) => socket.send(datagram(n)) };
+  return { arrivals, send: (n, ssrc, length) => socket.send(datagram(n, ssrc, length)) };
 }
 
 async function until(condition: () => boolean, what: string): Promise<void> {
@@ -84,4 +99,50 @@ it('wakes for each datagram again once the nap is set back to 0', async () => {
   // One at a time, each sent once the one before arrived: still napping 1 s, five would take seconds.
   expect(performance.now() - started).toBeLessThan(2_000);
   expect(arrivals.map((a) => a.n)).toEqual([1, 2, 3, 4, 5, 6]);
+});
+
+it('holding, hands nothing over until released, then every datagram as it came, timed on arrival', async () => {
+  const { arrivals, send } = await start();
+  send(0);
+  await until(() => arrivals.length === 1, 'the datagram before holding');
+  receiver?.hold();
+  expect(await receiver?.held()).toEqual({ packets: 0, sources: 0, lastReceivedAt: undefined });
+  const sentAt: number[] = [];
+  for (let n = 1; n <= 300; n++) {
+    sentAt.push(performance.now());
+    // Three voice sessions, datagrams of different lengths.
+    send(n, 100 + (n % 3), 40 + (n % 50));
+    if (n % 20 === 0) await sleep(2);
+  }
+  const lastSent = performance.now();
+  const deadline = performance.now() + 10_000;
+  while (((await receiver?.held())?.packets ?? 0) < 300 && performance.now() < deadline) await sleep(5);
+  await sleep(50);
+  const summary = await receiver?.held();
+  expect(summary).toMatchObject({ packets: 300, sources: 3 });
+  expect(summary?.lastReceivedAt).toBeGreaterThanOrEqual(sentAt[299] ?? Number.POSITIVE_INFINITY);
+  expect(summary?.lastReceivedAt).toBeLessThanOrEqual(performance.now());
+  // Nothing reached this thread while held.
+  expect(arrivals).toHaveLength(1);
+
+  const releasedAt = performance.now();
+  await receiver?.release();
+  expect(arrivals).toHaveLength(301);
+  const released = arrivals.slice(1);
+  expect(released.map((a) => a.n)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+  released.forEach((a, i) => {
+    const n = i + 1;
+    expect(a.held).toBe(true);
+    expect(a.packet.equals(datagram(n, 100 + (n % 3), 40 + (n % 50)))).toBe(true);
+    // Timed when it arrived, not when it was handed over.
+    expect(a.at).toBeGreaterThanOrEqual(sentAt[i] ?? Number.POSITIVE_INFINITY);
+    expect(a.at).toBeLessThanOrEqual(lastSent + 40);
+  });
+  expect(released.every((a) => a.at < releasedAt)).toBe(true);
+
+  // No longer holding: datagrams come as they arrive again.
+  expect(await receiver?.held()).toEqual({ packets: 0, sources: 0, lastReceivedAt: undefined });
+  send(301);
+  await until(() => arrivals.length === 302, 'a datagram after the release');
+  expect(arrivals.at(-1)).toMatchObject({ n: 301, held: false });
 });
