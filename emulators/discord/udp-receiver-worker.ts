@@ -156,7 +156,9 @@ socket.on('message', (message, remote) => {
     return;
   }
   if (held) {
-    held.add(message, at);
+    // RTP only (version 2, a header and a tag at least): keepalives, every few seconds a connection, would keep
+    // the held traffic from ever reading as quiet; the main thread ignores them too.
+    if (message.length >= 12 + 16 + 4 && (message[0] ?? 0) >> 6 === 2) held.add(message, at);
     return;
   }
   if (!pending) {
