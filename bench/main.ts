@@ -8,6 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findJemalloc } from '../src/ops/index.ts';
+import { runBench } from './bench.ts';
 import {
   type BenchOptions,
   type BenchResult,
@@ -15,9 +16,8 @@ import {
   HERALD_NICE,
   QUICK,
   RECEIVER_NAP_MS,
-  runBench,
   TTS_WRITE_EVERY_MS,
-} from './bench.ts';
+} from './options.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);

@@ -28,8 +28,8 @@ import { AudioPlayer, NoSubscriberBehavior, VoiceConnectionStatus } from '@disco
 import { encodeTone, writeOggOpus } from '../emulators/tts/ogg.ts';
 import { ReadAhead } from '../src/audio/read-ahead.ts';
 import { createSpeechResource } from '../src/audio/resource.ts';
-import { LATE_MS } from './bench.ts';
 import { cpuMsSince, median } from './cpu-time.ts';
+import { LATE_MS } from './options.ts';
 import { daveGroup } from './reference-frame.ts';
 import { machineOf, writeResult } from './result-file.ts';
 import { createAudioPacket, type PacketConnection } from './voice-packet.ts';

@@ -2,7 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { commitOf } from './bench.ts';
+import { commitOf } from './common.ts';
 
 /** The machine a figure came from. */
 export function machineOf(): { cpus: number; cpuModel: string; node: string; commit: string } {

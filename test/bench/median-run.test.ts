@@ -1,6 +1,7 @@
 /** How `npm run bench -- --repeat=N` chooses the run it reports for a P4 step. */
 import { describe, expect, it } from 'vitest';
-import { type ConcurrencyStep, medianRun } from '../../bench/bench.ts';
+import { medianRun } from '../../bench/concurrency.ts';
+import type { ConcurrencyStep } from '../../bench/options.ts';
 
 /** A step whose fields other than the ones given are those of a clean run. */
 function run(

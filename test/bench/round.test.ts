@@ -1,6 +1,6 @@
 /** How the bench rounds its figures (bench/bench.ts). */
 import { describe, expect, it } from 'vitest';
-import { round } from '../../bench/bench.ts';
+import { round } from '../../bench/common.ts';
 
 describe('round', () => {
   it('rounds to the digits asked for', () => {
