@@ -38,7 +38,12 @@ export type ReserveOutcome =
   | { readonly kind: 'reserved'; readonly reservation: Reservation }
   | BudgetRefusal
   | { readonly kind: 'learning' }
-  | { readonly kind: 'settling'; readonly refusal: BudgetRefusal };
+  | {
+      readonly kind: 'settling';
+      readonly refusal: BudgetRefusal;
+      /** What the decision was made on (balance, in-flight totals): a change means it may be decided otherwise. */
+      readonly state: string;
+    };
 
 /** What the response of a generation said about money. */
 export interface Settlement {

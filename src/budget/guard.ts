@@ -77,6 +77,19 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
       toNanos(refusal.estimateUsd) >=
       floorNanos;
 
+  /** What a decision was made on, as far as settlements, releases and expiries can change it. */
+  const stateOf = (account: AccountState, open: OpenTotals): string =>
+    [account.balanceUsd, account.balanceSeenAt, account.blockedSince, open.count, open.estimateNanos].join(
+      '|',
+    );
+
+  /** {@link stateOf} for `request` now, read without the budget's lock. */
+  const currentState = async (request: BudgetRequest): Promise<string> => {
+    const account = await store.account();
+    const open = await store.openTotals(now(), request.guildId, request.userId, account.balanceSeenAt);
+    return stateOf(account, open);
+  };
+
   const toReservation = (stored: StoredReservation): Reservation => ({
     id: stored.id,
     kind: stored.kind,
@@ -246,7 +259,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
         const open = await tx.openTotals(at, request.guildId, request.userId, account.balanceSeenAt);
         const refusal = await evaluate(tx, account, open, request, at);
         if (refusal && onlyInFlightStandsInTheWay(refusal, open))
-          return { kind: 'settling', refusal } as const;
+          return { kind: 'settling', refusal, state: stateOf(account, open) } as const;
         if (refusal) return refusal;
         if (open.count > 0 && learning(account)) return { kind: 'learning' } as const;
       }
@@ -322,7 +335,14 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
           });
           return outcome.refusal;
         }
-        if (outcome.kind !== 'learning' && outcome.kind !== 'settling') return outcome;
+        if (outcome.kind === 'settling') {
+          // Nothing changes the answer until a settlement, a release or an expiry changes what it was made on:
+          // until then look with plain reads, so that a burst of waiting requests does not queue for the lock.
+          do await nextWake(signal);
+          while (now() - started < settlingWaitMs && (await currentState(request)) === outcome.state);
+          continue;
+        }
+        if (outcome.kind !== 'learning') return outcome;
         await nextWake(signal);
       }
     },

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   type BudgetRefusal,
   describeRefusal,
@@ -211,12 +211,16 @@ describeEachBackend('budget guard', (backend) => {
       expect((await guard.status()).inFlight).toBe(0);
     });
 
-    it('refuses after the settling wait when a generation in flight never settles', async () => {
-      const { guard, clock } = await twoInFlightThenOneSettles(0.6);
+    it('refuses after the settling wait when a generation in flight never settles, without taking the lock meanwhile', async () => {
+      const { guard, store, clock } = await twoInFlightThenOneSettles(0.6);
+      const locked = vi.spyOn(store, 'locked');
       const waiting = guard.acquire(req(1000, 'm3'));
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // About ten polls of 5 ms: while nothing settles, each looks with plain reads.
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(locked).toHaveBeenCalledTimes(1);
       clock.now += 1_000;
       expect(await waiting).toMatchObject({ kind: 'would-cross-floor', balanceUsd: 0.6, reservedUsd: 0.2 });
+      expect(locked).toHaveBeenCalledTimes(2);
       expect((await guard.status()).inFlight).toBe(1);
     });
 
