@@ -206,6 +206,15 @@ class SealedFrame implements CapturedFrame {
 export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
   const allocations = new Map<string, Allocation>();
   const bySsrc = new Map<number, Allocation>();
+  // While the receiving thread holds packets, a session that is replaced or ends keeps its SSRC and key here for
+  // the packets it sent before, which are captured only when released.
+  let holding = false;
+  const retired = new Map<number, { readonly guildId: string; readonly transport: TransportKey }>();
+  const retire = (allocation: Allocation): void => {
+    if (holding && allocation.transport)
+      retired.set(allocation.ssrc, { guildId: allocation.guildId, transport: allocation.transport });
+    bySsrc.delete(allocation.ssrc);
+  };
   const rejected = { count: 0 };
   const lost = { count: 0 };
   const losses = new Map<string, number>();
@@ -287,7 +296,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
           return;
         }
         if (allocation.ws && allocation.ws !== ws) allocation.ws.close(4006, 'Session no longer valid.');
-        bySsrc.delete(allocation.ssrc);
+        retire(allocation);
         allocation.ssrc = randomInt(1, 2 ** 31);
         allocation.secretKey = undefined;
         allocation.transport = undefined;
@@ -405,7 +414,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     send(undefined, ws, { op: OP.hello, d: { heartbeat_interval: options.heartbeatIntervalMs, v: 8 } });
   });
 
-  const sessionOf = (ssrc: number) => bySsrc.get(ssrc);
+  const sessionOf = (ssrc: number) => bySsrc.get(ssrc) ?? retired.get(ssrc);
   const isLost = (guildId: string): boolean => {
     const loss = losses.get(guildId) ?? 0;
     if (loss > 0 && Math.random() < loss) {
@@ -476,12 +485,19 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     endpoint: `127.0.0.1:${port}`,
     receiverNice: udp.nice,
     setReceiverNap: (ms) => udp.setNap(ms),
-    holdPackets: () => udp.hold(),
+    holdPackets: () => {
+      holding = true;
+      udp.hold();
+    },
     heldPackets: () => udp.held(),
-    releasePackets: () => udp.release(),
+    releasePackets: async () => {
+      await udp.release();
+      holding = false;
+      retired.clear();
+    },
     allocate: (guildId, userId, sessionId, channelId) => {
       const previous = allocations.get(guildId);
-      if (previous) bySsrc.delete(previous.ssrc);
+      if (previous) retire(previous);
       options.dave.stop(guildId);
       const token = randomBytes(8).toString('hex');
       allocations.set(guildId, {
@@ -506,7 +522,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       const allocation = allocations.get(guildId);
       if (!allocation) return;
       allocations.delete(guildId);
-      bySsrc.delete(allocation.ssrc);
+      retire(allocation);
       options.dave.stop(guildId);
       setConnected(allocation, false);
     },

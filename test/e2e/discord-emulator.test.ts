@@ -193,6 +193,44 @@ describe('fault controls', () => {
     expect(world.discord.voiceHandshakes).toEqual({ identified: 2, resumed: 0 });
   });
 
+  it('holding voice packets, captures on release what a session sent before it was replaced', async () => {
+    world = await startWorld();
+    const { discord, bot, guild, member } = world;
+    await joined(world);
+    discord.setMembersDecrypt(false);
+    discord.holdVoicePackets();
+    const heldQuiet = async (sources: number): Promise<void> => {
+      const deadline = performance.now() + 20_000;
+      for (;;) {
+        const held = await discord.heldVoicePackets();
+        const last = held.lastReceivedAt;
+        if (held.sources >= sources && last !== undefined && performance.now() - last > 300) return;
+        if (performance.now() > deadline) throw new Error(`held ${JSON.stringify(held)}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    await discord.slash(member, 'speak', { text: 'before the new session' });
+    await heldQuiet(1);
+    // A fresh voice session: a new SSRC and a new key; the first session's packets are still held.
+    discord.faults.closeVoice(guild, 4006);
+    await discord.voice(guild).untilDisconnected();
+    await discord.voice(guild).untilConnected();
+    await waitForStatus(bot.connection(guild.id), 'ready');
+    await discord.slash(member, 'speak', { text: 'after it' });
+    await heldQuiet(2);
+    expect(discord.voice(guild).frames).toHaveLength(0);
+    await discord.releaseVoicePackets();
+    discord.setMembersDecrypt(true);
+    const frames = discord.voice(guild).frames;
+    const sent = bot.played.map((ogg) => readOggOpus(ogg).packets.length);
+    expect(sent).toHaveLength(2);
+    // Each clip's packets and the silence frames after it, every one authenticated under its own session's key.
+    expect(frames.length).toBeGreaterThanOrEqual((sent[0] ?? 0) + (sent[1] ?? 0));
+    expect(frames.every((frame) => frame.payload.length > 0)).toBe(true);
+    expect(new Set(frames.map((frame) => frame.ssrc)).size).toBe(2);
+    expect(discord.rejectedVoicePackets).toBe(0);
+  });
+
   it('4015 makes the library resume the same voice session', async () => {
     world = await startWorld();
     await joined(world);
