@@ -16,9 +16,7 @@ import type {
 } from './guard-types.ts';
 import { fromNanos, toNanos } from './money.ts';
 import { learnPrice } from './price.ts';
-import type { OpenTotals } from './reads.ts';
 import { type AccountState, type StoredReservation, utcDay } from './records.ts';
-import type { BudgetRefusal } from './refusal.ts';
 import { createBudgetRules, MINUTE_MS } from './rules.ts';
 import type { BudgetTransaction } from './store.ts';
 
@@ -44,7 +42,8 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
   // The last account state this process read: only for estimates outside a decision (`estimateUsd`).
   let lastSeen: AccountState = await store.account();
 
-  const { priceOf, estimateWith, learning, evaluate, withTransitions } = createBudgetRules(options);
+  const { priceOf, estimateWith, learning, evaluate, withTransitions, onlyInFlightStandsInTheWay, stateOf } =
+    createBudgetRules(options);
   const sumNanos = (reservations: readonly StoredReservation[]) =>
     reservations.reduce((sum, r) => sum + r.estimateNanos, 0);
 
@@ -63,25 +62,6 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     waiters = [];
     for (const resume of woken) resume();
   };
-
-  /**
-   * Whether a floor refusal stands only on reservations made before the known balance was seen. Their charges may
-   * be in that balance already (the service charges as it answers; a burst's settlements trail its charges), so
-   * counting them as well refuses what fits: such a request waits for them to settle rather than being refused.
-   */
-  const onlyInFlightStandsInTheWay = (refusal: BudgetRefusal, open: OpenTotals): boolean =>
-    refusal.kind === 'would-cross-floor' &&
-    open.priorNanos > 0 &&
-    toNanos(refusal.balanceUsd) -
-      (toNanos(refusal.reservedUsd) - open.priorNanos) -
-      toNanos(refusal.estimateUsd) >=
-      floorNanos;
-
-  /** What a decision was made on, as far as settlements, releases and expiries can change it. */
-  const stateOf = (account: AccountState, open: OpenTotals): string =>
-    [account.balanceUsd, account.balanceSeenAt, account.blockedSince, open.count, open.estimateNanos].join(
-      '|',
-    );
 
   /** {@link stateOf} for `request` now, read without the budget's lock. */
   const currentState = async (request: BudgetRequest): Promise<string> => {

@@ -1,7 +1,7 @@
 /**
  * The budget's rules, apart from the state that applies them: what a request would cost, whether it may be
- * spoken (the floor, the server's daily cap, the member's rate limit), and when the floor and warning levels
- * are crossed.
+ * spoken (the floor, the server's daily cap, the member's rate limit), when a floor refusal is only for now (while
+ * generations in flight settle), and when the floor and warning levels are crossed.
  */
 import type { BudgetAlert } from './alerts.ts';
 import type { BudgetGuardOptions, BudgetRequest, QueuedCharacters } from './guard-types.ts';
@@ -147,5 +147,24 @@ export function createBudgetRules(options: BudgetRulesOptions) {
     return { state: next, alerts };
   };
 
-  return { priceOf, estimateWith, learning, evaluate, withTransitions };
+  /**
+   * Whether a floor refusal stands only on reservations made before the known balance was seen. Their charges may
+   * be in that balance already (the service charges as it answers; a burst's settlements trail its charges), so
+   * counting them as well refuses what fits: such a request waits for them to settle rather than being refused.
+   */
+  const onlyInFlightStandsInTheWay = (refusal: BudgetRefusal, open: OpenTotals): boolean =>
+    refusal.kind === 'would-cross-floor' &&
+    open.priorNanos > 0 &&
+    toNanos(refusal.balanceUsd) -
+      (toNanos(refusal.reservedUsd) - open.priorNanos) -
+      toNanos(refusal.estimateUsd) >=
+      floorNanos;
+
+  /** What a decision was made on, as far as settlements, releases and expiries can change it. */
+  const stateOf = (account: AccountState, open: OpenTotals): string =>
+    [account.balanceUsd, account.balanceSeenAt, account.blockedSince, open.count, open.estimateNanos].join(
+      '|',
+    );
+
+  return { priceOf, estimateWith, learning, evaluate, withTransitions, onlyInFlightStandsInTheWay, stateOf };
 }
