@@ -1,4 +1,7 @@
-/** Voice UDP IP discovery (discord-protocol.md §6): the client's 74-byte request and the server's reply. */
+/**
+ * What arrives on the voice UDP socket: IP discovery (discord-protocol.md §6), the client's 74-byte request and the
+ * server's reply, and how a voice packet is told from keepalives.
+ */
 
 /** Whether `datagram` is an IP discovery request: 74 bytes, type 1. */
 export function isDiscoveryRequest(datagram: Buffer): boolean {
@@ -14,4 +17,12 @@ export function discoveryReply(request: Buffer, remote: { address: string; port:
   reply.write(remote.address, 8, 'ascii');
   reply.writeUInt16BE(remote.port, 72);
   return reply;
+}
+
+/**
+ * Whether `datagram` can be a voice packet of an rtpsize mode: RTP version 2, a 12-byte header, a 16-byte tag and the
+ * 4-byte nonce at least. Keepalives (8 bytes) are not.
+ */
+export function isVoicePacket(datagram: Buffer): boolean {
+  return datagram.length >= 12 + 16 + 4 && (datagram[0] ?? 0) >> 6 === 2;
 }

@@ -10,7 +10,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
-import { discoveryReply, isDiscoveryRequest } from './ip-discovery.ts';
+import { discoveryReply, isDiscoveryRequest, isVoicePacket } from './ip-discovery.ts';
 
 /** Worker → main thread. */
 export type FromReceiver =
@@ -103,6 +103,7 @@ class Held {
   #packets = 0;
   #lastAt = 0;
 
+  /** Holds `packet`, a voice packet (see isVoicePacket). */
   add(packet: Buffer, at: number): void {
     let chunk = this.#chunks.at(-1);
     if (!chunk || chunk.used + packet.length > chunk.bytes.length || chunk.count === Held.CHUNK_PACKETS) {
@@ -122,7 +123,7 @@ class Held {
     chunk.count++;
     this.#packets++;
     this.#lastAt = at;
-    if (packet.length >= 12) this.#sources.add(packet.readUInt32BE(8));
+    this.#sources.add(packet.readUInt32BE(8));
   }
 
   summary(): FromReceiver {
@@ -158,7 +159,7 @@ socket.on('message', (message, remote) => {
   if (held) {
     // RTP only (version 2, a header and a tag at least): keepalives, every few seconds a connection, would keep
     // the held traffic from ever reading as quiet; the main thread ignores them too.
-    if (message.length >= 12 + 16 + 4 && (message[0] ?? 0) >> 6 === 2) held.add(message, at);
+    if (isVoicePacket(message)) held.add(message, at);
     return;
   }
   if (!pending) {
@@ -209,13 +210,10 @@ port.on('message', (message: ToReceiver) => {
       held ??= new Held();
       return;
     case 'summary':
-      port.postMessage(
-        held?.summary() ?? ({ t: 'held', packets: 0, sources: 0, lastAt: 0 } satisfies FromReceiver),
-      );
+      port.postMessage((held ?? new Held()).summary());
       return;
     case 'release':
-      held?.release();
-      if (!held) port.postMessage({ t: 'released' } satisfies FromReceiver);
+      (held ?? new Held()).release();
       held = undefined;
       return;
     case 'nap':

@@ -3,6 +3,7 @@ import https from 'node:https';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { type DaveMedia, isE2ee } from './dave-media.ts';
 import type { DaveEvent } from './dave-protocol.ts';
+import { isVoicePacket } from './ip-discovery.ts';
 import { randomToken } from './model.ts';
 import {
   AES_MODE,
@@ -425,7 +426,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   };
   const onPacket = (message: Buffer, receivedAt: number, held: boolean): void => {
     // 8-byte keepalives need no answer.
-    if (message.length < 12 + 16 + 4 || (message[0] ?? 0) >> 6 !== 2) return;
+    if (!isVoicePacket(message)) return;
     // Held packets are captured as they would have been on arrival, when members did not decrypt (the bench's).
     if (held || !options.membersDecrypt()) {
       // Nobody decrypts: the packet is captured as it arrived and authenticated when first read (see SealedFrame).
