@@ -1,6 +1,6 @@
 import { type Interaction, MessageFlags } from 'discord.js';
 import type { Command, Deps } from './command.ts';
-import { describeFailure, NO_MENTIONS, respondEphemeral } from './replies.ts';
+import { describeFailure, isExpiredInteraction, NO_MENTIONS, respondEphemeral } from './replies.ts';
 
 /**
  * Routes interactions to commands. The one place that turns a thrown error into an ephemeral reply; nothing a
@@ -49,6 +49,16 @@ export function createInteractionHandler(
         await byName.get(name)?.button?.(interaction, deps);
       }
     } catch (error) {
+      if (isExpiredInteraction(error)) {
+        // Not a fault to investigate and nothing to tell the member through it: what the command set going (an
+        // utterance queued) goes on. One line, without a stack: a process this late has many of them.
+        deps.logger.warn('an interaction expired before Herald could answer it', {
+          ...(interaction.isCommand() ? { command: interaction.commandName } : {}),
+          guild: interaction.guildId,
+          ageMs: Date.now() - interaction.createdTimestamp,
+        });
+        return;
+      }
       if (!interaction.isRepliable()) {
         deps.logger.error('interaction failed', { err: error });
         return;

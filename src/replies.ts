@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import {
+  DiscordAPIError,
   type InteractionReplyOptions,
   type MessageComponentInteraction,
   MessageFlags,
+  RESTJSONErrorCodes,
   type RepliableInteraction,
 } from 'discord.js';
 import { AudioFormatError } from './audio/errors.ts';
@@ -68,6 +70,14 @@ export function describeFailure(error: unknown, logger: Logger): string {
   return `Something went wrong on my side (error id ${id}). The bot’s operator can look it up in the logs.`;
 }
 
+/**
+ * Discord no longer knows the interaction: it was not answered within its three seconds (a process too busy to
+ * get to it in time), so nothing (an answer, a deferral, an error message) can reach the member through it.
+ */
+export function isExpiredInteraction(error: unknown): boolean {
+  return error instanceof DiscordAPIError && error.code === RESTJSONErrorCodes.UnknownInteraction;
+}
+
 /** Sends an ephemeral answer whatever state the interaction is in: reply, edit of a deferral, or follow-up. */
 export async function respondEphemeral(
   interaction: RepliableInteraction | MessageComponentInteraction,
@@ -117,7 +127,10 @@ export function acknowledgeEphemeral(
     if (answering || interaction.deferred || interaction.replied) return;
     deferral = interaction.deferReply({ flags: MessageFlags.Ephemeral }).then(
       () => {},
-      (error: unknown) => logger.warn('could not acknowledge an interaction', { err: error }),
+      (error: unknown) => {
+        // Expired: the answer that follows meets the same refusal, and the interaction handler reports it once.
+        if (!isExpiredInteraction(error)) logger.warn('could not acknowledge an interaction', { err: error });
+      },
     );
   }, deferIn);
   return async (content, extra) => {

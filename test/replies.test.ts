@@ -1,8 +1,13 @@
-import type { RepliableInteraction } from 'discord.js';
+import { DiscordAPIError, type RepliableInteraction } from 'discord.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AudioFormatError } from '../src/audio/errors.ts';
 import { createLogger, silentLogger } from '../src/log.ts';
-import { acknowledgeEphemeral, DEFER_AFTER_MS, describeFailure } from '../src/replies.ts';
+import {
+  acknowledgeEphemeral,
+  DEFER_AFTER_MS,
+  describeFailure,
+  isExpiredInteraction,
+} from '../src/replies.ts';
 import { DatabaseTimeoutError } from '../src/storage/index.ts';
 
 describe('describeFailure', () => {
@@ -133,5 +138,24 @@ describe('acknowledgeEphemeral', () => {
     await i.interaction.reply({ content: 'Something went wrong.' });
     await vi.advanceTimersByTimeAsync(10 * DEFER_AFTER_MS);
     expect(i.calls).toEqual(['reply: Something went wrong.']);
+  });
+
+  it('a deferral Discord refuses is logged, unless the interaction expired (the answer after it is reported once)', async () => {
+    const apiError = (code: number, message: string) =>
+      new DiscordAPIError({ code, message }, code, 404, 'POST', 'https://discord.test/interactions', {
+        body: {},
+      });
+    const logged: { level: string; msg: string }[] = [];
+    const logger = createLogger({ level: 'debug', write: (line) => logged.push(JSON.parse(line)) });
+    for (const error of [apiError(10062, 'Unknown interaction'), apiError(50001, 'Missing Access')]) {
+      const i = fakeInteraction();
+      i.interaction.deferReply = () => Promise.reject(error);
+      acknowledgeEphemeral(i.as, logger);
+      await vi.advanceTimersByTimeAsync(DEFER_AFTER_MS);
+    }
+    expect(logged.map((line) => line.msg)).toEqual(['could not acknowledge an interaction']);
+    expect(isExpiredInteraction(apiError(10062, 'Unknown interaction'))).toBe(true);
+    expect(isExpiredInteraction(apiError(10015, 'Unknown Webhook'))).toBe(false);
+    expect(isExpiredInteraction(new Error('Unknown interaction'))).toBe(false);
   });
 });

@@ -104,6 +104,33 @@ describe('/speak', () => {
     }
   });
 
+  it('speaks all the same when its answer comes after Discord forgot the interaction, and logs one warning', async () => {
+    // Discord forgets an interaction not answered within its window; here the window is 1 ms, so every answer is
+    // late, as in a process too busy to get to it in time.
+    const late = await createWorld({ discord: { interactionResponseMs: 1 } });
+    try {
+      await expect(late.discord.slash(late.member, 'speak', { text: 'Late, but heard.' })).rejects.toThrow(
+        /did not respond/,
+      );
+      const heard = await late.discord.voice(late.guild).untilSilent();
+      expect(heard.segments).toHaveLength(1);
+      const callbacks = late.discord.rest.filter((call) =>
+        /\/interactions\/\d+\/[^/]+\/callback/.test(call.path),
+      );
+      // The answer alone: no error message sent after it through an interaction Discord no longer knows.
+      expect(callbacks).toHaveLength(1);
+      const lines = late.logs.map(
+        (line) => JSON.parse(line) as { level: string; msg: string; command?: string },
+      );
+      expect(
+        lines.filter((line) => line.msg === 'an interaction expired before Herald could answer it'),
+      ).toEqual([expect.objectContaining({ level: 'warn', command: 'speak' })]);
+      expect(lines.filter((line) => line.level === 'error')).toEqual([]);
+    } finally {
+      await late.close();
+    }
+  });
+
   it('refuses when the caller is not in voice, the text is empty or over the limit', async () => {
     const stranger = world.guild.addMember({ name: 'Cleo Elsewhere' });
     expect((await world.discord.slash(stranger, 'speak', { text: 'hi' })).content).toMatch(
