@@ -95,6 +95,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     for (const n of options.servers) {
       await joinAll(discord, servers.slice(inVoice, n), dave);
       inVoice = Math.max(inVoice, n);
+      log(`P4 ${n} servers: in voice, speaking`);
       const runs: ConcurrencyStep[] = [];
       for (let run = 0; run < Math.max(1, options.repeats ?? 1); run++) {
         runs.push(
