@@ -22,8 +22,29 @@ export type ShardConfigResult =
 /** Discord caps what one bot may ask for; more shards than this is a typo. */
 export const MAX_SHARD_COUNT = 10_000;
 
-/** Unsharded: one process, one shard, as `npm start` runs by default. */
+/** Unsharded: one process, one shard (`npm start` on one core, or with `SHARD_COUNT=1`). */
 export const ONE_SHARD: ShardConfig = { count: 1, ids: [0], managed: false };
+
+/**
+ * At most this many shard processes without `SHARD_COUNT`: each is a process of its own (about 150 MB idle) and
+ * an IDENTIFY of Discord's 1,000 a day, so a large machine is sized by its operator, not by its core count.
+ */
+export const MAX_DEFAULT_SHARDS = 16;
+
+/**
+ * How many shard processes `npm start` runs on this machine when the operator set neither `SHARD_COUNT` nor
+ * `SHARD_IDS`: twice the cores it may use (on two cores, four shards held the most voices: README, Performance),
+ * at most {@link MAX_DEFAULT_SHARDS}. Undefined: one process, as on a single core, in a process the sharding
+ * manager spawned, or with the operator's own choice.
+ */
+export function defaultShardProcesses(
+  env: Readonly<Record<string, string | undefined>>,
+  cores: number,
+): number | undefined {
+  const set = (name: string) => (env[name]?.trim() ?? '') !== '';
+  if (set('SHARDING_MANAGER') || set('SHARD_COUNT') || set('SHARD_IDS') || cores < 2) return undefined;
+  return Math.min(MAX_DEFAULT_SHARDS, 2 * Math.floor(cores));
+}
 
 /** Parses `SHARD_COUNT` and `SHARD_IDS` (or, under the ShardingManager, the shard it spawned this process for). */
 export function parseShardConfig(env: Readonly<Record<string, string | undefined>>): ShardConfigResult {

@@ -73,6 +73,9 @@ export function heraldEnv(
     TTS_API_KEY: tts.apiKey,
     DATABASE_URL: `sqlite:${databasePath}`,
     LOG_LEVEL: 'debug',
+    // One process: `node src/index.ts` on several cores otherwise runs shard processes (the shard tests and the
+    // bench ask for them with SHARD_COUNT).
+    SHARD_COUNT: '1',
     // Most tests repeat a sentence on purpose and count what the service charged; the cache's own tests (and
     // any test about it) turn it on with AUDIO_CACHE_MB.
     AUDIO_CACHE_MB: '0',

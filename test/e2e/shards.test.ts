@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PermissionFlagsBits } from 'discord.js';
 import pg from 'pg';
@@ -23,6 +23,7 @@ import { heraldEnv } from './harness.ts';
 // src/shard/main.ts), 40 servers, one PostgreSQL shared by every process, both emulators as the ground truth.
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'shard', 'main.ts');
+const INDEX = join(import.meta.dirname, '..', '..', 'src', 'index.ts');
 const TEN = 'abcdefghij'; // $0.01 at $0.001 a character
 const FLOOR_SENTENCE =
   /below the floor the operator set|reached the floor the operator set|Herald has stopped speaking/;
@@ -78,9 +79,9 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Starts `npm run start:shards` (as its script) and resolves once every shard is ready. */
-async function startGroup(databaseUrl: string, env: Record<string, string>): Promise<Spawned> {
-  const group = run(MAIN, [], {
+/** Starts `npm run start:shards` (as its script; or `script`) and resolves once every shard is ready. */
+async function startGroup(databaseUrl: string, env: Record<string, string>, script = MAIN): Promise<Spawned> {
+  const group = run(script, [], {
     ...heraldEnv(discord, tts, join(dir, 'unused.sqlite')),
     DATABASE_URL: databaseUrl,
     DATABASE_POOL_SIZE: '4',
@@ -462,4 +463,41 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       await stopGroup(four);
     }
   });
+
+  it.skipIf(availableParallelism() < 2)(
+    'npm start with no SHARD_COUNT runs twice the cores as shard processes, and each one speaks',
+    async () => {
+      const url = await createDatabase((cluster as { url: string }).url);
+      tts.balanceUsd = 10;
+      // heraldEnv pins one process; an operator who never heard of shards sets nothing.
+      const group = await startGroup(url, { SHARD_COUNT: '' }, INDEX);
+      try {
+        const count = Math.min(16, 2 * availableParallelism());
+        expect(discord.gatewaySessions().map((s) => s.shard)).toEqual(
+          expect.arrayContaining(Array.from({ length: count }, (_, id) => [id, count])),
+        );
+        expect(discord.gatewaySessions()).toHaveLength(count);
+        expect(
+          new Set(linesOf(group).flatMap((l) => (l.msg === 'shard process started' ? [l.pid] : []))).size,
+        ).toBe(count);
+        // A server of each shard is answered and heard.
+        const speaking = Array.from({ length: count }, (_, shard) =>
+          servers.find((s) => shardOf(s.guild.id, count) === shard),
+        ).filter((server): server is Server => server !== undefined);
+        for (const server of speaking) discord.voice(server.guild).clear();
+        const replies = await Promise.all(
+          speaking.map((s) =>
+            discord.slash(s.members[0] as Member, 'speak', { text: TEN }, { channel: s.text }),
+          ),
+        );
+        expect(replies.map((r) => r.content)).toEqual(replies.map(() => expect.stringMatching(ACCEPTED)));
+        for (const server of speaking) {
+          const heard = await discord.voice(server.guild).untilSilent({ timeoutMs: 20_000 });
+          expect(heard.segments).toHaveLength(1);
+        }
+      } finally {
+        await stopGroup(group);
+      }
+    },
+  );
 });

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { clientShardOptions, ownsGuild } from '../../src/shard/client.ts';
-import { parseShardConfig, parseShardIds, shardOfGuild } from '../../src/shard/config.ts';
+import {
+  defaultShardProcesses,
+  parseShardConfig,
+  parseShardIds,
+  shardOfGuild,
+} from '../../src/shard/config.ts';
 
 describe('parseShardConfig', () => {
   it.each([
@@ -44,6 +49,33 @@ describe('parseShardConfig', () => {
     const result = parseShardConfig(env);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.problems.join('\n')).toMatch(problem);
+  });
+});
+
+describe('defaultShardProcesses: what npm start runs when the operator did not say', () => {
+  it('twice the cores, at most 16; one process (undefined) on a single core', () => {
+    expect([1, 2, 3, 4, 8, 9, 64].map((cores) => defaultShardProcesses({}, cores))).toEqual([
+      undefined,
+      4,
+      6,
+      8,
+      16,
+      16,
+      16,
+    ]);
+  });
+
+  it('the operator’s SHARD_COUNT or SHARD_IDS, and a shard the manager spawned, run as they say', () => {
+    for (const env of [
+      { SHARD_COUNT: '1' },
+      { SHARD_COUNT: 'auto' },
+      { SHARD_IDS: '0-3' },
+      { SHARDING_MANAGER: 'true', SHARDS: '0', SHARD_COUNT: '4' },
+    ]) {
+      expect(defaultShardProcesses(env, 2)).toBeUndefined();
+    }
+    // Set but empty is not set, as everywhere in the configuration.
+    expect(defaultShardProcesses({ SHARD_COUNT: ' ', SHARD_IDS: '' }, 2)).toBe(4);
   });
 });
 
