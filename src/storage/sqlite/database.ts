@@ -46,11 +46,16 @@ async function retryBusy<T>(attempt: () => T): Promise<T> {
   }
 }
 
+/** A write that found the file's write lock taken by another connection; it waits outside the queue. */
+const BUSY = Symbol('busy');
+
 /**
  * Opens (creating folders as needed) the SQLite database at `path`, or ':memory:'. node:sqlite is synchronous,
  * so every statement runs at once; a transaction's `await`s could let another caller's statements in between,
- * so calls on this connection queue behind an open transaction (one transaction at a time). Other connections
- * (other processes) wait for the file's write lock, retrying asynchronously.
+ * so calls on this connection queue behind an open transaction (one transaction at a time). A write that finds
+ * the file's write lock held by another connection (another shard process) waits for it outside that queue,
+ * retrying asynchronously: this connection's reads, which WAL never blocks, go on meanwhile, and its writes keep
+ * their order.
  */
 export function openSqliteDatabase(path: string): Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -119,10 +124,42 @@ export function openSqliteDatabase(path: string): Database {
     return result;
   };
 
+  // Writes (a statement outside a transaction, or a transaction) one after another, in the order they were asked
+  // for: one waiting for the file's write lock holds back the writes after it, not the reads.
+  let writes: Promise<unknown> = ready;
+  /**
+   * Runs `attempt` (a write) in the queue once the writes before it are done. When it returns BUSY (it opened no
+   * transaction: another connection holds the write lock), it waits a few milliseconds outside the queue and
+   * tries again, for at most BUSY_LIMIT_MS.
+   */
+  const write = <T>(attempt: (mayWait: () => boolean) => Promise<T | typeof BUSY>): Promise<T> => {
+    const run = async (): Promise<T> => {
+      const started = Date.now();
+      const mayWait = () => Date.now() - started <= BUSY_LIMIT_MS;
+      for (;;) {
+        const outcome = await queued(() => attempt(mayWait));
+        if (outcome !== BUSY) return outcome;
+        await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10));
+      }
+    };
+    const result = writes.then(run, run);
+    writes = result.catch(() => {});
+    return result;
+  };
+  /** `attempt()`, or BUSY when it failed for the write lock and there is time left to wait for it. */
+  const orBusy = <T>(attempt: () => T, mayWait: () => boolean): T | typeof BUSY => {
+    try {
+      return attempt();
+    } catch (error) {
+      if (isBusy(error) && mayWait()) return BUSY;
+      throw error;
+    }
+  };
+
   const transaction = <T>(work: (tx: Queryable) => Promise<T>): Promise<T> =>
-    queued(async () => {
+    write(async (mayWait) => {
       // IMMEDIATE takes the write lock now, so every read in `work` sees what no other writer can change.
-      await retryBusy(() => db.exec('BEGIN IMMEDIATE'));
+      if (orBusy(() => db.exec('BEGIN IMMEDIATE'), mayWait) === BUSY) return BUSY;
       try {
         const result = await work(direct);
         db.exec('COMMIT');
@@ -138,7 +175,10 @@ export function openSqliteDatabase(path: string): Database {
     forUpdate: '',
     all: (sql, params) => queued(() => direct.all(sql, params)),
     get: (sql, params) => queued(() => direct.get(sql, params)),
-    run: (sql, params) => queued(() => direct.run(sql, params)),
+    run: (sql, params = []) =>
+      write(async (mayWait) =>
+        orBusy(() => Number(prepared(sql).run(...(params as SQLInputValue[])).changes), mayWait),
+      ),
     transaction,
     async migrate(component: string, migrations: Migrations) {
       const list = migrations.sqlite;
@@ -161,6 +201,7 @@ export function openSqliteDatabase(path: string): Database {
       });
     },
     async close() {
+      await writes;
       await tail;
       if (db.isOpen) db.close();
     },
