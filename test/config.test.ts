@@ -11,6 +11,27 @@ const valid = {
 };
 
 describe('parseConfig', () => {
+  it('gives a shard process of a manager its own audio cache folder and its share of the megabytes', () => {
+    const shard = parseConfig({
+      ...valid,
+      SHARDING_MANAGER: 'true',
+      SHARDS: '1',
+      SHARD_COUNT: '4',
+      HERALD_SHARD_PROCESSES: '4',
+      AUDIO_CACHE_MB: '256',
+    });
+    expect(shard.ok && shard.value.cache).toMatchObject({
+      maxBytes: 64 * 1024 * 1024,
+      dir: 'data/audio-cache/shard-1',
+    });
+    // One process, whatever shards it runs inside: the whole folder and bound.
+    const alone = parseConfig({ ...valid, SHARD_COUNT: '4', AUDIO_CACHE_MB: '256' });
+    expect(alone.ok && alone.value.cache).toMatchObject({
+      maxBytes: 256 * 1024 * 1024,
+      dir: 'data/audio-cache',
+    });
+  });
+
   it('applies the documented defaults', () => {
     const result = parseConfig(valid);
     expect(result).toMatchObject({

@@ -8,7 +8,7 @@ export interface CacheConfig {
   readonly maxAgeMs: number;
   /** `AUDIO_CACHE_MAX_CHARS` (default 200): longer utterances are never stored. */
   readonly maxChars: number;
-  /** `AUDIO_CACHE_DIR`: where the files live; by default `audio-cache` beside the database. */
+  /** `AUDIO_CACHE_DIR`: where the files live; by default `audio-cache` beside the database (a shard: see below). */
   readonly dir: string;
 }
 
@@ -22,13 +22,20 @@ export const CACHE_DEFAULTS = { megabytes: 256, days: 30, maxChars: 200 } as con
 
 const DAY_MS = 86_400_000;
 
+/** The folder of shard `id`'s cache inside the machine's cache folder. */
+export const shardCacheFolder = (id: number): string => `shard-${id}`;
+
 /**
  * Parses the cache variables; never throws. `databasePath` places the default folder beside the database
- * (`./data/audio-cache` when the database is in memory).
+ * (`./data/audio-cache` when the database is in memory). A shard process of a sharding manager (`shard`) keeps
+ * its files in a folder of its own inside that one ({@link shardCacheFolder}), bounded by its share of
+ * `AUDIO_CACHE_MB` among the `of` shard processes of this machine: the disk cache indexes and evicts its own
+ * files only, so processes sharing one folder would each bound their own view of it.
  */
 export function parseCacheConfig(
   env: Readonly<Record<string, string | undefined>>,
   databasePath: string,
+  shard?: { readonly id: number; readonly of: number },
 ): CacheConfigResult {
   const problems: string[] = [];
   const value = (name: string): string | undefined => {
@@ -62,10 +69,16 @@ export function parseCacheConfig(
     databasePath === ':memory:' || databasePath === ''
       ? join('data', 'audio-cache')
       : join(dirname(databasePath), 'audio-cache');
-  const dir = value('AUDIO_CACHE_DIR') ?? fallbackDir;
+  const machineDir = value('AUDIO_CACHE_DIR') ?? fallbackDir;
   if (problems.length > 0) return { ok: false, problems };
+  const machineBytes = Math.floor(megabytes * 1024 * 1024);
   return {
     ok: true,
-    value: { maxBytes: Math.floor(megabytes * 1024 * 1024), maxAgeMs: days * DAY_MS, maxChars, dir },
+    value: {
+      maxBytes: shard ? Math.floor(machineBytes / Math.max(1, shard.of)) : machineBytes,
+      maxAgeMs: days * DAY_MS,
+      maxChars,
+      dir: shard ? join(machineDir, shardCacheFolder(shard.id)) : machineDir,
+    },
   };
 }

@@ -9,7 +9,13 @@ import { cacheKey } from './key.ts';
 import type { CacheStore } from './store.ts';
 import { type CacheLookup, cachedSynthesize } from './synthesize.ts';
 
-export { CACHE_DEFAULTS, type CacheConfig, type CacheConfigResult, parseCacheConfig } from './config.ts';
+export {
+  CACHE_DEFAULTS,
+  type CacheConfig,
+  type CacheConfigResult,
+  parseCacheConfig,
+  shardCacheFolder,
+} from './config.ts';
 export {
   type DiskCache,
   type DiskCacheOptions,
@@ -19,6 +25,7 @@ export {
 } from './disk.ts';
 export { decodeEntry, type Entry, type EntryMeta, encodeEntry } from './entry-file.ts';
 export { type CacheKeyParts, cacheKey } from './key.ts';
+export { prepareShardCacheFolders } from './shard-folders.ts';
 export {
   CACHE_MIGRATIONS,
   type CacheHit,

@@ -2,11 +2,12 @@ import { once } from 'node:events';
 import { type Shard, ShardingManager } from 'discord.js';
 import { AggregatorRegistry } from 'prom-client';
 import { createBudgetGuard, createBudgetStore } from '../budget/index.ts';
+import { prepareShardCacheFolders } from '../cache/index.ts';
 import { type Config, secretsOf } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { keepRecentProblems, type OpsServer, type StatusSource, startOpsServer } from '../ops/index.ts';
 import { type Database, openDatabase } from '../storage/index.ts';
-import { shardIdsOf } from './config.ts';
+import { SHARD_PROCESSES_VARIABLE, shardIdsOf } from './config.ts';
 import { askEach } from './ipc.ts';
 import { mergeShardStatus } from './status.ts';
 
@@ -84,7 +85,15 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   });
   // discord.js emits 'death' for a shard stopped on purpose too (kill(), without respawning it).
   let stopping = false;
-  manager.on('shardCreate', (shard) => watchShard(shard, logger, () => stopping));
+  manager.on('shardCreate', (shard) => {
+    // What this machine's shards share (the audio cache's disk bound) is split among them.
+    // discord.js types Shard#env as unknown; it is the object the shard's process gets as its environment.
+    (shard.env as Record<string, string>)[SHARD_PROCESSES_VARIABLE] = String(ids.length);
+    watchShard(shard, logger, () => stopping);
+  });
+  if (config.cache.maxBytes > 0) {
+    await prepareShardCacheFolders(config.cache.dir, { count, firstId: ids[0] ?? 0, logger });
+  }
   logger.info('starting shards', { count, ids: ids.join(','), spawnDelayMs: delay });
   await manager.spawn({ amount: count, delay, timeout: options.readyTimeoutMs ?? 60_000 });
   logger.info('every shard is ready', { count, ids: ids.join(',') });

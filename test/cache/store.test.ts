@@ -85,6 +85,16 @@ describeEachBackend('savings as whole nano-dollars (cache migration 2)', (backen
 });
 
 describe('parseCacheConfig', () => {
+  it('a shard process of a manager: a folder of its own, and its share of the machine’s megabytes', () => {
+    const parsed = parseCacheConfig({ AUDIO_CACHE_MB: '100' }, './data/herald.sqlite', { id: 3, of: 4 });
+    expect(parsed).toMatchObject({
+      ok: true,
+      value: { maxBytes: Math.floor((100 * 1024 * 1024) / 4), dir: 'data/audio-cache/shard-3' },
+    });
+    const parsedDir = parseCacheConfig({ AUDIO_CACHE_DIR: '/srv/cache' }, ':memory:', { id: 0, of: 2 });
+    expect(parsedDir).toMatchObject({ ok: true, value: { dir: '/srv/cache/shard-0' } });
+  });
+
   it('defaults: 256 MB, 30 days, 200 characters, beside the database', () => {
     const parsed = parseCacheConfig({}, './data/herald.sqlite');
     expect(parsed).toEqual({

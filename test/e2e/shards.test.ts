@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PermissionFlagsBits } from 'discord.js';
@@ -470,7 +470,12 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       const url = await createDatabase((cluster as { url: string }).url);
       tts.balanceUsd = 10;
       // heraldEnv pins one process; an operator who never heard of shards sets nothing.
-      const group = await startGroup(url, { SHARD_COUNT: '' }, INDEX);
+      const cacheDir = join(dir, 'cache-of-npm-start');
+      const group = await startGroup(
+        url,
+        { SHARD_COUNT: '', AUDIO_CACHE_MB: '8', AUDIO_CACHE_DIR: cacheDir },
+        INDEX,
+      );
       try {
         const count = Math.min(16, 2 * availableParallelism());
         expect(discord.gatewaySessions().map((s) => s.shard)).toEqual(
@@ -494,6 +499,19 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
         for (const server of speaking) {
           const heard = await discord.voice(server.guild).untilSilent({ timeoutMs: 20_000 });
           expect(heard.segments).toHaveLength(1);
+        }
+        // Each shard keeps its audio in a folder of its own, bounded by its share of the machine's 8 MB.
+        await vi.waitFor(
+          () =>
+            expect(readdirSync(cacheDir).sort()).toEqual(
+              Array.from({ length: count }, (_, id) => `shard-${id}`).sort(),
+            ),
+          { timeout: 10_000, interval: 100 },
+        );
+        for (let id = 0; id < count; id += 1) {
+          expect(
+            readdirSync(join(cacheDir, `shard-${id}`)).filter((name) => name.endsWith('.hac')),
+          ).toHaveLength(1);
         }
       } finally {
         await stopGroup(group);

@@ -1,0 +1,46 @@
+import { mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '../log.ts';
+import { shardCacheFolder } from './config.ts';
+
+const SHARD_FOLDER = /^shard-(\d+)$/;
+
+/**
+ * Readies the machine's cache folder for a sharding manager's shards, each of which keeps a folder of its own in
+ * it (see parseCacheConfig). Entries a single process left at the top move into the first shard's folder (that
+ * shard evicts what passes its share when it opens it), rather than be paid for again; an unfinished write there
+ * is deleted; folders of shards at or past `count` (after resharding to fewer) are deleted, since no process
+ * bounds them any more. Nothing to do when the folder does not exist.
+ */
+export async function prepareShardCacheFolders(
+  dir: string,
+  options: { readonly count: number; readonly firstId: number; readonly logger: Logger },
+): Promise<void> {
+  const names = await readdir(dir).catch(() => undefined);
+  if (!names) return;
+  const first = join(dir, shardCacheFolder(options.firstId));
+  let moved = 0;
+  const removed: string[] = [];
+  for (const name of names) {
+    const path = join(dir, name);
+    const shard = SHARD_FOLDER.exec(name);
+    if (shard) {
+      if (Number(shard[1]) >= options.count) {
+        await rm(path, { recursive: true, force: true });
+        removed.push(name);
+      }
+    } else if (name.endsWith('.tmp')) {
+      await unlink(path).catch(() => {});
+    } else if (name.endsWith('.hac')) {
+      await mkdir(first, { recursive: true, mode: 0o700 });
+      await rename(path, join(first, name)).catch(() => {});
+      moved++;
+    }
+  }
+  if (moved > 0 || removed.length > 0) {
+    options.logger.info('audio cache folder readied for shards', {
+      movedToFirstShard: moved,
+      removedFolders: removed.join(','),
+    });
+  }
+}

@@ -1,0 +1,33 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { prepareShardCacheFolders } from '../../src/cache/index.ts';
+import { silentLogger } from '../../src/log.ts';
+
+let dir: string | undefined;
+afterEach(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+it('moves a single process’s entries into the first shard’s folder and deletes folders past the shard count', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'herald-cache-shards-'));
+  writeFileSync(join(dir, 'aaaa.hac'), 'entry');
+  writeFileSync(join(dir, 'bbbb.1a2b3c.tmp'), 'half written');
+  for (const shard of [0, 3, 4, 7]) {
+    mkdirSync(join(dir, `shard-${shard}`));
+    writeFileSync(join(dir, `shard-${shard}`, `s${shard}.hac`), 'entry');
+  }
+  await prepareShardCacheFolders(dir, { count: 4, firstId: 0, logger: silentLogger });
+  expect(readdirSync(dir).sort()).toEqual(['shard-0', 'shard-3']);
+  expect(readdirSync(join(dir, 'shard-0')).sort()).toEqual(['aaaa.hac', 's0.hac']);
+  expect(readdirSync(join(dir, 'shard-3'))).toEqual(['s3.hac']);
+});
+
+it('leaves a missing folder missing', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'herald-cache-shards-'));
+  const missing = join(dir, 'audio-cache');
+  await prepareShardCacheFolders(missing, { count: 2, firstId: 0, logger: silentLogger });
+  expect(existsSync(missing)).toBe(false);
+});
