@@ -16,6 +16,7 @@ import { type Speaker, TtsAuthenticationError, type TtsClient } from '../tts/ind
 import { allocatorCheck } from './allocator.ts';
 import type { DoctorCheck } from './doctor-check.ts';
 import { autoReadChannels, databaseChecks, readDatabase } from './doctor-database.ts';
+import { type ProcessPlan, processesCheck } from './doctor-processes.ts';
 
 export type { DoctorCheck } from './doctor-check.ts';
 
@@ -41,6 +42,8 @@ export interface DoctorContext {
   readonly nodeVersion?: string;
   /** Loads the Opus addon and encodes one frame; throws when it cannot. */
   readonly loadOpus?: () => void;
+  /** How many processes `npm start` runs on this machine; the row is left out without it. */
+  readonly processes?: ProcessPlan;
 }
 
 const MIN_NODE: readonly [number, number] = [22, 12];
@@ -77,6 +80,7 @@ export async function runDoctor(context: DoctorContext): Promise<DoctorCheck[]> 
     nodeCheck(context.nodeVersion ?? process.versions.node),
     opusCheck(context.loadOpus ?? loadOpus),
     allocatorCheck(),
+    ...(context.processes ? [processesCheck(config.shards, context.processes)] : []),
   ];
 
   // Read first: the permission checks need the auto-read channels, the database rows need the servers' names.

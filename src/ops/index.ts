@@ -10,6 +10,7 @@ export {
   formatDoctorReport,
   runDoctor,
 } from './doctor.ts';
+export { type ProcessPlan, processesCheck } from './doctor-processes.ts';
 export {
   type BudgetStopReason,
   type InteractionAnswer,
