@@ -14,7 +14,7 @@ import {
   createTtsProbe,
   startBudgetRechecks,
 } from './budget/index.ts';
-import { createAudioCache, createCacheStore } from './cache/index.ts';
+import { adoptShardCacheFolders, createAudioCache, createCacheStore } from './cache/index.ts';
 import type { Deps } from './command.ts';
 import { type Config, secretsOf } from './config.ts';
 import { contained } from './contain.ts';
@@ -166,6 +166,10 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       },
     }),
   });
+  // One process on the machine's cache folder: what shard processes kept there in folders of their own is its now.
+  if (!config.shards.managed && config.cache.maxBytes > 0) {
+    await adoptShardCacheFolders(config.cache.dir, logger.child({ component: 'cache' }));
+  }
   const audioCache = await createAudioCache({
     config: config.cache,
     service: { baseUrl: config.tts.baseUrl, form: config.tts.form },

@@ -25,7 +25,7 @@ export {
 } from './disk.ts';
 export { decodeEntry, type Entry, type EntryMeta, encodeEntry } from './entry-file.ts';
 export { type CacheKeyParts, cacheKey } from './key.ts';
-export { prepareShardCacheFolders } from './shard-folders.ts';
+export { adoptShardCacheFolders, prepareShardCacheFolders } from './shard-folders.ts';
 export {
   CACHE_MIGRATIONS,
   type CacheHit,

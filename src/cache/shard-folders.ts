@@ -44,3 +44,35 @@ export async function prepareShardCacheFolders(
     });
   }
 }
+
+/**
+ * The other way, for a single process (not a sharding manager's shard) about to open the machine's cache folder:
+ * entries that shard processes kept in `shard-<id>` folders there move to the top, where this process indexes and
+ * bounds them (it evicts past `AUDIO_CACHE_MB` when it opens the folder), and the folders go. A second Herald on the
+ * same folder would run the same bot twice, which is not supported, so no shard can still be using them.
+ */
+export async function adoptShardCacheFolders(dir: string, logger: Logger): Promise<void> {
+  const names = await readdir(dir).catch(() => undefined);
+  if (!names) return;
+  let moved = 0;
+  const adopted: string[] = [];
+  for (const name of names) {
+    if (!SHARD_FOLDER.test(name)) continue;
+    const folder = join(dir, name);
+    for (const file of (await readdir(folder).catch(() => [])) as string[]) {
+      if (!file.endsWith('.hac')) continue;
+      await rename(join(folder, file), join(dir, file)).then(
+        () => moved++,
+        () => {},
+      );
+    }
+    await rm(folder, { recursive: true, force: true });
+    adopted.push(name);
+  }
+  if (adopted.length > 0) {
+    logger.info("audio cache: the shard folders' entries moved to the top", {
+      entries: moved,
+      folders: adopted.join(','),
+    });
+  }
+}
