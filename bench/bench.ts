@@ -1,6 +1,6 @@
 /**
  * Herald's benchmark, measured from outside as an operator would see it: both emulators run in this process,
- * Herald runs as its own process (`node src/index.ts`, exactly as `npm start`), and every figure comes from the
+ * Herald runs as its own process (`node src/index.ts`, as `npm start` with `SHARD_COUNT=1`), and every figure comes from the
  * voice packets the emulated Discord receives, the TTS emulator's charges and Herald's CPU and memory as the
  * kernel reports them (/proc). `bench/main.ts` is the command; the smoke test runs it at tiny scale.
  */

@@ -1,5 +1,5 @@
 /**
- * DAVE's cost on a cold `/speak`, with Herald as its own process (`node src/index.ts`, as `npm start`), as it is
+ * DAVE's cost on a cold `/speak`, with Herald as its own process (`node src/index.ts`, as `npm start` with `SHARD_COUNT=1`), as it is
  * on Discord: Herald on one machine, the voice server and the members on others. `npm run bench:latency` runs
  * Herald inside the bench process, where the emulated gateway's work (signing proposals, relaying commits and
  * welcomes, every member's op 23) takes turns with Herald's own handshake on one event loop; here only the two

@@ -1,5 +1,5 @@
 /**
- * Herald as its own process (`node src/index.ts`, exactly as `npm start`), watched from outside through /proc:
+ * Herald as its own process (`node src/index.ts`, as `npm start` with `SHARD_COUNT=1`), watched from outside through /proc:
  * CPU, resident memory and open file descriptors. The benchmark and the soak run both drive it this way.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';

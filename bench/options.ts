@@ -34,7 +34,7 @@ export interface BenchOptions {
   readonly heraldAllocator?: 'jemalloc' | 'glibc';
   /**
    * Run Herald as `npm run start:shards` with this many shard processes (one per core uses the whole machine);
-   * unset: one process, as `npm start`. CPU and memory are then the manager's and its shards' together.
+   * unset: one process (`npm start` with `SHARD_COUNT=1`). CPU and memory are then the manager's and its shards' together.
    */
   readonly shards?: number;
   /**
@@ -94,7 +94,7 @@ export interface BenchOptions {
 
 /**
  * A few minutes on a 2-core machine, Herald as the README recommends running it on one machine: shard processes,
- * twice the cores (`--shards=0` for one process, as `npm start`). The P4 ladder stops at the first step not held.
+ * twice the cores (`--shards=0` for one process, `npm start` with `SHARD_COUNT=1`). The P4 ladder stops at the first step not held.
  */
 export const FULL: BenchOptions = {
   servers: [250, 500, 750, 1000],

@@ -1,5 +1,5 @@
 /**
- * The soak run: Herald as its own process (`node src/index.ts`, as `npm start`) against both emulators in this
+ * The soak run: Herald as its own process (`node src/index.ts`, as `npm start` with `SHARD_COUNT=1`) against both emulators in this
  * process, driven for a while by seeded random members, messages, commands, voice moves and faults, with its
  * invariants checked continuously (see `tracker.ts`) and at the end (the ledger against the service's charges,
  * memory and open files). `soak/main.ts` is the command; `test/soak/soak.test.ts` runs three minutes of it.
