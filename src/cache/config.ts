@@ -24,6 +24,8 @@ const DAY_MS = 86_400_000;
 
 /** The folder of shard `id`'s cache inside the machine's cache folder. */
 export const shardCacheFolder = (id: number): string => `shard-${id}`;
+/** A name {@link shardCacheFolder} gives; the shard's id is its first group. */
+export const SHARD_CACHE_FOLDER = /^shard-(\d+)$/;
 
 /**
  * Parses the cache variables; never throws. `databasePath` places the default folder beside the database

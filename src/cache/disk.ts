@@ -44,8 +44,10 @@ export interface DiskCache {
 }
 
 const MISS: DiskLookup = { kind: 'miss' };
-const SUFFIX = '.hac';
-const TEMP_SUFFIX = '.tmp';
+/** An entry's file name: its key and this. */
+export const SUFFIX = '.hac';
+/** A write in progress (or one a crash cut short): its key, a random tag and this. */
+export const TEMP_SUFFIX = '.tmp';
 
 interface Known {
   readonly bytes: number;

@@ -9,13 +9,7 @@ import { cacheKey } from './key.ts';
 import type { CacheStore } from './store.ts';
 import { type CacheLookup, cachedSynthesize } from './synthesize.ts';
 
-export {
-  CACHE_DEFAULTS,
-  type CacheConfig,
-  type CacheConfigResult,
-  parseCacheConfig,
-  shardCacheFolder,
-} from './config.ts';
+export { CACHE_DEFAULTS, type CacheConfig, type CacheConfigResult, parseCacheConfig } from './config.ts';
 export {
   type DiskCache,
   type DiskCacheOptions,

@@ -1,9 +1,8 @@
 import { mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../log.ts';
-import { shardCacheFolder } from './config.ts';
-
-const SHARD_FOLDER = /^shard-(\d+)$/;
+import { SHARD_CACHE_FOLDER, shardCacheFolder } from './config.ts';
+import { SUFFIX, TEMP_SUFFIX } from './disk.ts';
 
 /**
  * Readies the machine's cache folder for a sharding manager's shards, each of which keeps a folder of its own in
@@ -23,15 +22,15 @@ export async function prepareShardCacheFolders(
   const removed: string[] = [];
   for (const name of names) {
     const path = join(dir, name);
-    const shard = SHARD_FOLDER.exec(name);
+    const shard = SHARD_CACHE_FOLDER.exec(name);
     if (shard) {
       if (Number(shard[1]) >= options.count) {
         await rm(path, { recursive: true, force: true });
         removed.push(name);
       }
-    } else if (name.endsWith('.tmp')) {
+    } else if (name.endsWith(TEMP_SUFFIX)) {
       await unlink(path).catch(() => {});
-    } else if (name.endsWith('.hac')) {
+    } else if (name.endsWith(SUFFIX)) {
       await mkdir(first, { recursive: true, mode: 0o700 });
       await rename(path, join(first, name)).catch(() => {});
       moved++;
@@ -57,10 +56,10 @@ export async function adoptShardCacheFolders(dir: string, logger: Logger): Promi
   let moved = 0;
   const adopted: string[] = [];
   for (const name of names) {
-    if (!SHARD_FOLDER.test(name)) continue;
+    if (!SHARD_CACHE_FOLDER.test(name)) continue;
     const folder = join(dir, name);
     for (const file of (await readdir(folder).catch(() => [])) as string[]) {
-      if (!file.endsWith('.hac')) continue;
+      if (!file.endsWith(SUFFIX)) continue;
       await rename(join(folder, file), join(dir, file)).then(
         () => moved++,
         () => {},

@@ -21,6 +21,9 @@ const SLICE_MS = 5;
 /** Resolves in the event loop's next check phase, after the timers and I/O that are due. */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** A few milliseconds, at random, before a busy database is tried again (so that waiters do not retry in step). */
+const busyPause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10));
+
 /** SQLITE_BUSY: another connection holds the write lock. */
 const SQLITE_BUSY = 5;
 /** How long a statement keeps retrying a busy database before it fails (what busy_timeout would wait). */
@@ -41,7 +44,7 @@ async function retryBusy<T>(attempt: () => T): Promise<T> {
       return attempt();
     } catch (error) {
       if (!isBusy(error) || Date.now() - started > BUSY_LIMIT_MS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10));
+      await busyPause();
     }
   }
 }
@@ -139,7 +142,7 @@ export function openSqliteDatabase(path: string): Database {
       for (;;) {
         const outcome = await queued(() => attempt(mayWait));
         if (outcome !== BUSY) return outcome;
-        await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10));
+        await busyPause();
       }
     };
     const result = writes.then(run, run);
