@@ -46,5 +46,6 @@ EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.METRICS_PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Node 24 runs the TypeScript sources directly (type stripping), as `npm start` does: twice the container's cores as
-# shard processes under one manager (which serves METRICS_PORT) unless SHARD_COUNT is set; SHARD_COUNT=1: one process.
+# shard processes under one manager (which serves METRICS_PORT), as many as its memory limit holds at 512 MB each,
+# unless SHARD_COUNT is set; SHARD_COUNT=1: one process.
 CMD ["node", "src/index.ts"]

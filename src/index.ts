@@ -1,16 +1,16 @@
 import 'dotenv/config';
 import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { isUnconfigured, parseConfig, secretsOf } from './config.ts';
 import { startHerald } from './herald.ts';
 import { createLogger } from './log.ts';
 import { defaultShardProcesses } from './shard/config.ts';
+import { machineShape } from './shard/machine.ts';
 
 // The process entry: configuration from the environment (and .env), a logger, then the bot. Only this file exits.
 // With no Discord and no TTS configuration at all, a first-time visitor gets the sandbox (sandbox/main.ts). An
 // installation without it (the container image ships only the bot) lists what to configure instead. On a machine
-// of several cores, with no SHARD_COUNT, the bot runs as twice the cores' shard processes (src/shard/main.ts, which
-// spawns this file once for each shard); SHARD_COUNT=1 keeps it to this one process.
+// of several cores, with no SHARD_COUNT, the bot runs as twice the cores' shard processes, as many as its memory
+// holds (src/shard/main.ts, which spawns this file once for each shard); SHARD_COUNT=1 keeps it to this one process.
 const SANDBOX = new URL('../sandbox/main.ts', import.meta.url);
 const SHARDS = new URL('./shard/main.ts', import.meta.url);
 if (isUnconfigured(process.env) && existsSync(SANDBOX)) {
@@ -18,7 +18,7 @@ if (isUnconfigured(process.env) && existsSync(SANDBOX)) {
 } else {
   const parsed = parseConfig(process.env);
   // A configuration with problems is reported here, in one process, whatever the cores.
-  const shardProcesses = parsed.ok ? defaultShardProcesses(process.env, availableParallelism()) : undefined;
+  const shardProcesses = parsed.ok ? defaultShardProcesses(process.env, machineShape()) : undefined;
   if (shardProcesses === undefined) {
     await startBot(parsed);
   } else {

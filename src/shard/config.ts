@@ -40,18 +40,39 @@ export const ONE_SHARD: ShardConfig = { count: 1, ids: [0], managed: false };
 export const MAX_DEFAULT_SHARDS = 16;
 
 /**
+ * The memory each shard process `npm start` runs by default is given: about 150 MB idle, some 350–400 MB with 250
+ * voices playing (README, Performance), and room for the system beside them. A machine (or a container's memory
+ * limit) with less than twice this runs one process, which idles at about 160 MB.
+ */
+export const SHARD_PROCESS_MEMORY_BYTES = 512 * 1024 * 1024;
+
+/** What a machine gives Herald: the cores it may use and the memory it may take. */
+export interface MachineShape {
+  /** `os.availableParallelism()`. */
+  readonly cores: number;
+  /** The container's memory limit when there is one, else the machine's memory (see machineShape). */
+  readonly memoryBytes: number;
+}
+
+/**
  * How many shard processes `npm start` runs on this machine when the operator set neither `SHARD_COUNT` nor
- * `SHARD_IDS`: twice the cores it may use (on two cores, four shards held the most voices: README, Performance),
- * at most {@link MAX_DEFAULT_SHARDS}. Undefined: one process, as on a single core, in a process the sharding
- * manager spawned, or with the operator's own choice.
+ * `SHARD_IDS`: twice the cores it may use (on two cores, four shards held the most voices: README, Performance), at
+ * most {@link MAX_DEFAULT_SHARDS}, and no more than its memory holds at {@link SHARD_PROCESS_MEMORY_BYTES} each.
+ * Undefined: one process, as on a single core or a small machine, in a process the sharding manager spawned, or
+ * with the operator's own choice.
  */
 export function defaultShardProcesses(
   env: Readonly<Record<string, string | undefined>>,
-  cores: number,
+  machine: MachineShape,
 ): number | undefined {
   const set = (name: string) => (env[name]?.trim() ?? '') !== '';
-  if (set('SHARDING_MANAGER') || set('SHARD_COUNT') || set('SHARD_IDS') || cores < 2) return undefined;
-  return Math.min(MAX_DEFAULT_SHARDS, 2 * Math.floor(cores));
+  if (set('SHARDING_MANAGER') || set('SHARD_COUNT') || set('SHARD_IDS')) return undefined;
+  const count = Math.min(
+    MAX_DEFAULT_SHARDS,
+    2 * Math.floor(machine.cores),
+    Math.floor(machine.memoryBytes / SHARD_PROCESS_MEMORY_BYTES),
+  );
+  return count >= 2 && machine.cores >= 2 ? count : undefined;
 }
 
 /** Parses `SHARD_COUNT` and `SHARD_IDS` (or, under the ShardingManager, the shard it spawned this process for). */

@@ -1,5 +1,5 @@
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PermissionFlagsBits } from 'discord.js';
 import pg from 'pg';
@@ -15,6 +15,8 @@ import {
 } from '../../emulators/discord/index.ts';
 import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
+import { defaultShardProcesses } from '../../src/shard/config.ts';
+import { machineShape } from '../../src/shard/machine.ts';
 import { createDatabase } from '../support/postgres.ts';
 import { run, type Spawned } from '../support/process.ts';
 import { heraldEnv } from './harness.ts';
@@ -464,8 +466,8 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
     }
   });
 
-  it.skipIf(availableParallelism() < 2)(
-    'npm start with no SHARD_COUNT runs twice the cores as shard processes, and each one speaks',
+  it.skipIf(defaultShardProcesses({}, machineShape()) === undefined)(
+    'npm start with no SHARD_COUNT runs twice the cores (as the memory holds) as shard processes, and each one speaks',
     async () => {
       const url = await createDatabase((cluster as { url: string }).url);
       tts.balanceUsd = 10;
@@ -477,7 +479,7 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
         INDEX,
       );
       try {
-        const count = Math.min(16, 2 * availableParallelism());
+        const count = defaultShardProcesses({}, machineShape()) ?? 1;
         expect(discord.gatewaySessions().map((s) => s.shard)).toEqual(
           expect.arrayContaining(Array.from({ length: count }, (_, id) => [id, count])),
         );

@@ -3,8 +3,10 @@ import { processesCheck } from '../../src/ops/index.ts';
 import { ONE_SHARD } from '../../src/shard/config.ts';
 
 describe('the doctor’s Processes row', () => {
+  const GB = 2 ** 30;
+
   it('says how many shard processes npm start runs when SHARD_COUNT is unset, and how to have one', () => {
-    const row = processesCheck(ONE_SHARD, { shardProcesses: 4, cores: 2 });
+    const row = processesCheck(ONE_SHARD, { shardProcesses: 4, cores: 2, memoryBytes: 24 * GB });
     expect(row).toMatchObject({ name: 'Processes', status: 'ok' });
     expect(row.detail).toMatch(
       /^npm start runs 4 shard processes .*twice this machine's 2 cores.*SHARD_COUNT=1/,
@@ -13,18 +15,29 @@ describe('the doctor’s Processes row', () => {
 
   it('one process: on purpose on several cores (and what unset would do), or on one core', () => {
     const chosen = { count: 1, ids: undefined, managed: false } as const;
-    expect(processesCheck(chosen, { shardProcesses: undefined, cores: 2 }).detail).toMatch(
-      /^npm start runs one process \(SHARD_COUNT=1\).*unset, it runs twice the cores/,
+    expect(
+      processesCheck(chosen, { shardProcesses: undefined, cores: 2, memoryBytes: 24 * GB }).detail,
+    ).toMatch(/^npm start runs one process \(SHARD_COUNT=1\).*unset, it runs twice the cores/);
+    expect(
+      processesCheck(ONE_SHARD, { shardProcesses: undefined, cores: 1, memoryBytes: 24 * GB }).detail,
+    ).toBe('npm start runs one process (one core)');
+  });
+
+  it('fewer shard processes, or one, where the memory holds no more: says so, and what it holds', () => {
+    expect(processesCheck(ONE_SHARD, { shardProcesses: 2, cores: 2, memoryBytes: 1.2 * GB }).detail).toMatch(
+      /^npm start runs 2 shard processes .*twice this machine's 2 cores would be 4, its 1\.2 GB of memory hold 2 at 512 MB each/,
     );
-    expect(processesCheck(ONE_SHARD, { shardProcesses: undefined, cores: 1 }).detail).toBe(
-      'npm start runs one process (one core)',
+    expect(
+      processesCheck(ONE_SHARD, { shardProcesses: undefined, cores: 2, memoryBytes: 0.8 * GB }).detail,
+    ).toMatch(
+      /^npm start runs one process, on one of this machine's 2 cores: its 0\.8 GB of memory are too little for shard processes \(512 MB each\)/,
     );
   });
 
   it('an explicit count: npm start runs those shards in one process, start:shards one process each', () => {
     const detail = processesCheck(
       { count: 8, ids: undefined, managed: false },
-      { shardProcesses: undefined, cores: 4 },
+      { shardProcesses: undefined, cores: 4, memoryBytes: 24 * GB },
     ).detail;
     expect(detail).toMatch(/^SHARD_COUNT=8: npm start runs these shards in one process \(4 cores here\)/);
   });

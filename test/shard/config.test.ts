@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { availableParallelism, totalmem } from 'node:os';
+import { describe, expect, it, vi } from 'vitest';
 import { clientShardOptions, ownsGuild } from '../../src/shard/client.ts';
 import {
   defaultShardProcesses,
@@ -6,6 +7,7 @@ import {
   parseShardIds,
   shardOfGuild,
 } from '../../src/shard/config.ts';
+import { machineShape } from '../../src/shard/machine.ts';
 
 describe('parseShardConfig', () => {
   it.each([
@@ -62,8 +64,11 @@ describe('parseShardConfig', () => {
 });
 
 describe('defaultShardProcesses: what npm start runs when the operator did not say', () => {
+  const GB = 2 ** 30;
+  const roomy = (cores: number) => ({ cores, memoryBytes: 64 * GB });
+
   it('twice the cores, at most 16; one process (undefined) on a single core', () => {
-    expect([1, 2, 3, 4, 8, 9, 64].map((cores) => defaultShardProcesses({}, cores))).toEqual([
+    expect([1, 2, 3, 4, 8, 9, 64].map((cores) => defaultShardProcesses({}, roomy(cores)))).toEqual([
       undefined,
       4,
       6,
@@ -74,6 +79,14 @@ describe('defaultShardProcesses: what npm start runs when the operator did not s
     ]);
   });
 
+  it('no more than the memory holds at 512 MB each; one process below two', () => {
+    const on2Cores = [0.5, 0.99, 1, 1.5, 2, 24].map((gb) =>
+      defaultShardProcesses({}, { cores: 2, memoryBytes: gb * GB }),
+    );
+    expect(on2Cores).toEqual([undefined, undefined, 2, 3, 4, 4]);
+    expect(defaultShardProcesses({}, { cores: 8, memoryBytes: 3 * GB })).toBe(6);
+  });
+
   it('the operator’s SHARD_COUNT or SHARD_IDS, and a shard the manager spawned, run as they say', () => {
     for (const env of [
       { SHARD_COUNT: '1' },
@@ -81,10 +94,32 @@ describe('defaultShardProcesses: what npm start runs when the operator did not s
       { SHARD_IDS: '0-3' },
       { SHARDING_MANAGER: 'true', SHARDS: '0', SHARD_COUNT: '4' },
     ]) {
-      expect(defaultShardProcesses(env, 2)).toBeUndefined();
+      expect(defaultShardProcesses(env, roomy(2))).toBeUndefined();
     }
     // Set but empty is not set, as everywhere in the configuration.
-    expect(defaultShardProcesses({ SHARD_COUNT: ' ', SHARD_IDS: '' }, 2)).toBe(4);
+    expect(defaultShardProcesses({ SHARD_COUNT: ' ', SHARD_IDS: '' }, roomy(2))).toBe(4);
+  });
+});
+
+describe('machineShape', () => {
+  it('the cores this process may use, and memory no more than the machine has', () => {
+    const shape = machineShape();
+    expect(shape.cores).toBe(availableParallelism());
+    expect(shape.memoryBytes).toBeGreaterThan(0);
+    expect(shape.memoryBytes).toBeLessThanOrEqual(totalmem());
+  });
+
+  it('a container’s memory limit, when it is below the machine’s', () => {
+    const limit = vi.spyOn(process, 'constrainedMemory').mockReturnValue(768 * 2 ** 20);
+    try {
+      expect(machineShape().memoryBytes).toBe(768 * 2 ** 20);
+      limit.mockReturnValue(0);
+      expect(machineShape().memoryBytes).toBe(totalmem());
+      limit.mockReturnValue(2 ** 64);
+      expect(machineShape().memoryBytes).toBe(totalmem());
+    } finally {
+      limit.mockRestore();
+    }
   });
 });
 
