@@ -1,6 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { PermissionFlagsBits } from 'discord.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
@@ -119,10 +120,21 @@ const pidOf = (group: Spawned, shard: number): number | undefined =>
     .map((l) => l.pid as number)
     .at(-1);
 
-/** The ledger as PostgreSQL holds it: each charged row's request id and cost. */
+/** The ledger as the database (PostgreSQL, or a `sqlite:` file) holds it: each charged row's request id and cost. */
 async function ledgerOf(
   url: string,
 ): Promise<{ requestId: string | null; costNanos: number; guildId: string }[]> {
+  if (url.startsWith('sqlite:')) {
+    const db = new DatabaseSync(url.slice('sqlite:'.length), { readOnly: true });
+    try {
+      const rows = db
+        .prepare('SELECT request_id, cost_nanos, guild_id FROM budget_ledger WHERE cost_nanos IS NOT NULL')
+        .all() as { request_id: string | null; cost_nanos: number; guild_id: string }[];
+      return rows.map((r) => ({ requestId: r.request_id, costNanos: r.cost_nanos, guildId: r.guild_id }));
+    } finally {
+      db.close();
+    }
+  }
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -515,6 +527,41 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
             readdirSync(join(cacheDir, `shard-${id}`)).filter((name) => name.endsWith('.hac')),
           ).toHaveLength(1);
         }
+      } finally {
+        await stopGroup(group);
+      }
+    },
+  );
+  it.skipIf(defaultShardProcesses({}, machineShape()) === undefined)(
+    'npm start as an operator leaves it (SQLite, SHARD_COUNT unset): shard processes on one fresh file hold one floor, and the ledger is the service’s charges',
+    async () => {
+      const url = `sqlite:${join(dir, 'npm-start', 'herald.sqlite')}`;
+      tts.balanceUsd = 0.555;
+      const before = tts.requests.length;
+      // A fresh file: every shard process migrates it at the same moment.
+      const group = await startGroup(url, { SHARD_COUNT: '', BUDGET_FLOOR_USD: '0.50' }, INDEX);
+      try {
+        const count = defaultShardProcesses({}, machineShape()) ?? 1;
+        expect(discord.gatewaySessions()).toHaveLength(count);
+        const replies = await Promise.all(
+          servers.flatMap(({ members, text }) =>
+            members.map((member) => discord.slash(member, 'speak', { text: TEN }, { channel: text })),
+          ),
+        );
+        const refusedAtOnce = (): Reply[] => replies.filter((r) => !ACCEPTED.test(r.content));
+        const refusedLater = (): Reply[] => replies.filter((r) => r.followUps().length > 0);
+        const charged = () => tts.requests.slice(before).filter((r) => r.chargedUsd > 0).length;
+        await vi.waitFor(
+          () => expect(charged() + refusedAtOnce().length + refusedLater().length).toBe(replies.length),
+          { timeout: 30_000, interval: 100 },
+        );
+        // $0.555 with a $0.50 floor: five utterances of $0.01 over every process, never a sixth.
+        expect(charged()).toBe(5);
+        expect(tts.balanceUsd).toBeGreaterThanOrEqual(0.5);
+        for (const reply of refusedAtOnce()) expect(reply.content).toMatch(FLOOR_SENTENCE);
+        for (const reply of refusedLater()) expect(reply.followUps()[0]?.content).toMatch(FLOOR_SENTENCE);
+        await expectLedgerMatchesService(url, before);
+        expect(linesOf(group).filter((l) => l.level === 'error')).toEqual([]);
       } finally {
         await stopGroup(group);
       }
