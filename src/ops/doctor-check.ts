@@ -1,4 +1,4 @@
-// A row of `npm run doctor`'s report, shared by the checks in doctor.ts and doctor-database.ts (so neither imports the other's module for it).
+// A row of `npm run doctor`'s report, shared by the checks in doctor.ts, doctor-discord.ts and doctor-database.ts (so none imports another's module for it).
 /** One row of the report. */
 export interface DoctorCheck {
   readonly name: string;
@@ -9,4 +9,9 @@ export interface DoctorCheck {
   readonly fix?: string;
   /** True when this failure stops Herald from speaking (the exit code is then 1). */
   readonly blocks?: boolean;
+}
+
+/** An error's message for a row's detail. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -8,7 +8,7 @@ import { MEMBER_MIGRATIONS } from '../members/index.ts';
 import { findSpeaker } from '../speakers.ts';
 import { type Dialect, type Migrations, openDatabase, SETTINGS_MIGRATIONS } from '../storage/index.ts';
 import type { Speaker } from '../tts/index.ts';
-import type { DoctorCheck } from './doctor-check.ts';
+import { type DoctorCheck, messageOf } from './doctor-check.ts';
 
 /**
  * The doctor's database checks, the same on SQLite and PostgreSQL: the database is read once, without changing
@@ -366,7 +366,3 @@ function codeOf(error: unknown): string | undefined {
 }
 
 /** The message, or the code when there is none (a refused `localhost`, tried on ::1 and 127.0.0.1, has none). */
-function messageOf(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  return error.message || codeOf(error) || error.name;
-}

@@ -6,10 +6,10 @@ export {
   blocksSpeaking,
   type DoctorCheck,
   type DoctorContext,
-  doctorLogin,
   formatDoctorReport,
   runDoctor,
 } from './doctor.ts';
+export { doctorLogin } from './doctor-discord.ts';
 export { type ProcessPlan, processesCheck } from './doctor-processes.ts';
 export {
   type BudgetStopReason,
