@@ -46,7 +46,9 @@ import {
 } from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { clientShardOptions, ownsGuild, runsShard } from './shard/client.ts';
+import { shardIdsOf } from './shard/config.ts';
 import { answerManager } from './shard/ipc.ts';
+import { acquireShardLeases, createShardLeases, keepShardLeases } from './shard/lease.ts';
 import { createSettingsStore, openDatabase } from './storage/index.ts';
 import { createVoiceStateStore } from './storage/voice-state.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
@@ -78,6 +80,13 @@ export interface HeraldOptions {
   readonly ttsReadyTimeoutMs?: number;
   /** How long a graceful stop lets paid audio play out (default {@link DEFAULT_SHUTDOWN_DRAIN_MS}). */
   readonly shutdownDrainMs?: number;
+  /**
+   * Called when another Herald took this process's shards over (it stopped renewing its lease for long enough):
+   * the entry point stops this one, so that two do not answer. Logged either way.
+   */
+  readonly onShardsLost?: () => void;
+  /** How long an unrenewed shard lease holds (default {@link SHARD_LEASE_TTL_MS}); tests shorten it. */
+  readonly shardLeaseTtlMs?: number;
 }
 
 /**
@@ -132,6 +141,21 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
 
   // One database for every store: a SQLite file, or PostgreSQL shared with Herald's other processes.
   const db = openDatabase(config.database);
+  // One process per shard: a second Herald on these shards (a second npm start, overlapping SHARD_IDS) waits here
+  // until they are free, before it reconciles the budget's reservations or connects to anything.
+  const shardLogger = logger.child({ component: 'shards' });
+  const leases = await createShardLeases(db, {
+    count: config.shards.count,
+    ids: config.shards.count === 'auto' ? [] : shardIdsOf(config.shards, config.shards.count),
+    host: hostname(),
+    pid: process.pid,
+    ...(options.shardLeaseTtlMs === undefined ? {} : { ttlMs: options.shardLeaseTtlMs }),
+  });
+  await acquireShardLeases(leases, { logger: shardLogger });
+  const stopKeepingLeases = keepShardLeases(leases, {
+    logger: shardLogger,
+    onLost: () => options.onShardsLost?.(),
+  });
   const settings = await createSettingsStore(db);
   const autoread = await createAutoReadStore(db);
   const budgetStore = observeBudgetStore(await createBudgetStore(db), events);
@@ -431,8 +455,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   // A synchronous tts.speakers() warm-up would delay start-up; the first command fills the cache instead.
   await client.login(config.discord.token);
   // The stop lives in the shared database, so one process re-checking is enough: the one running shard 0 (exactly
-  // one per deployment, respawned by its manager; no lock or table needed). While it restarts a resume is only
-  // late by as long, and `/budget recheck` works on every shard.
+  // one per deployment: its lease, respawned by its manager). While it restarts a resume is only late by as long,
+  // and `/budget recheck` works on every shard.
   const stopRechecks = runsShard(client.options, 0)
     ? startBudgetRechecks({
         guard: budget,
@@ -455,6 +479,11 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       voice.destroyAll();
       await client.destroy();
       await tts.close();
+      // Off the gateway first: a process waiting for these shards may start now.
+      stopKeepingLeases();
+      await leases
+        .release()
+        .catch((error: unknown) => shardLogger.warn('could not release the shard lease', { err: error }));
       await db.close();
     },
   };

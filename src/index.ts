@@ -76,7 +76,8 @@ async function startBot(parsed: ReturnType<typeof parseConfig>): Promise<void> {
   process.once('SIGINT', shutdown);
   process.once('SIGTERM', shutdown);
   try {
-    herald = await startHerald(config, { logger });
+    // Another Herald took these shards over (this one stopped renewing its lease): stop, so that two do not answer.
+    herald = await startHerald(config, { logger, onShardsLost: () => exitAfterStop(1) });
     // Asked to stop while starting: what started is stopped now.
     if (stopping) exitAfterStop(0);
     // A shard of `npm run start:shards` stops with its manager (its IPC channel closes), even after a kill -9 of it.

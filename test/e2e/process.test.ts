@@ -1,6 +1,6 @@
 import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -156,6 +156,39 @@ describe('npm start', () => {
       );
     } finally {
       tts.configure({ speed: 8 });
+    }
+  });
+});
+
+describe('npm start twice on one database', () => {
+  it('the second waits, saying who runs the shard, and takes over at once when the first is killed', async () => {
+    const guild = discord.createGuild({ name: 'Twice Test' });
+    guild.addTextChannel('general');
+    const member = guild.addMember({ name: 'Ida' });
+    const env = heraldEnv(discord, tts, join(dataDir, 'twice.sqlite'));
+    const first = run(INDEX, [], env, /"msg":"logged in"/);
+    await first.seen;
+    await discord.untilReady();
+    const sessions = discord.gatewaySessions().length;
+    const second = run(INDEX, [], env);
+    try {
+      await second.until(/another Herald runs these shards/, 20_000);
+      expect(second.output()).toContain(`shard 0 of 1 on ${hostname()}, pid ${first.child.pid}`);
+      // Waiting: no second gateway session, and one answer (the first's) to a command.
+      expect(second.output()).not.toContain('"msg":"logged in"');
+      expect(discord.gatewaySessions()).toHaveLength(sessions);
+      expect((await discord.slash(member, 'voices')).embeds[0]?.description).toContain('**Bella**');
+
+      first.child.kill('SIGKILL');
+      await first.done;
+      await second.until(/"msg":"logged in"/, 20_000);
+      expect(second.output()).toContain('the shards are free: this process runs them now');
+      await discord.untilReady();
+      expect((await discord.slash(member, 'voices')).embeds[0]?.description).toContain('**Bella**');
+      second.child.kill('SIGTERM');
+      expect((await second.done).code).toBe(0);
+    } finally {
+      for (const bot of [first, second]) if (bot.child.exitCode === null) bot.child.kill('SIGKILL');
     }
   });
 });
