@@ -5,6 +5,7 @@ import { BUDGET_MIGRATIONS, formatUsd } from '../budget/index.ts';
 import { CACHE_MIGRATIONS } from '../cache/index.ts';
 import { type Config, secretsOf } from '../config.ts';
 import { MEMBER_MIGRATIONS } from '../members/index.ts';
+import { holderOf, SHARD_LEASES_SELECT, type ShardLeaseHolder, type ShardLeaseRow } from '../shard/lease.ts';
 import { findSpeaker } from '../speakers.ts';
 import { type Dialect, type Migrations, openDatabase, SETTINGS_MIGRATIONS } from '../storage/index.ts';
 import type { Speaker } from '../tts/index.ts';
@@ -47,6 +48,8 @@ export type DatabaseFacts =
       readonly account: StoredAccount | undefined;
       /** Auto-read channel ids per server. */
       readonly autoRead: ReadonlyMap<string, readonly string[]>;
+      /** The shard leases, live or not (none before a Herald that keeps them started). */
+      readonly leases: readonly ShardLeaseHolder[];
     };
 
 /**
@@ -175,7 +178,9 @@ async function readTables(
       autoRead.set(row.guild_id, [...(autoRead.get(row.guild_id) ?? []), row.channel_id]);
     }
   }
-  return { dialect, versions, voices, account, autoRead };
+  const leases =
+    version('shard-leases') >= 1 ? (await db.all<ShardLeaseRow>(SHARD_LEASES_SELECT)).map(holderOf) : [];
+  return { dialect, versions, voices, account, autoRead, leases };
 }
 
 /** Network errors that mean no PostgreSQL answered at the URL's host and port. */

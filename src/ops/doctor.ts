@@ -1,5 +1,6 @@
 import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type Speaker, TtsAuthenticationError, type TtsClient } from '../tts/index.ts';
 import { allocatorCheck } from './allocator.ts';
@@ -7,6 +8,7 @@ import { type DoctorCheck, messageOf } from './doctor-check.ts';
 import { autoReadChannels, databaseChecks, readDatabase } from './doctor-database.ts';
 import { type DiscordDoctorContext, discordChecks } from './doctor-discord.ts';
 import { type ProcessPlan, processesCheck } from './doctor-processes.ts';
+import { shardsRunningCheck } from './doctor-shards.ts';
 
 export type { DoctorCheck } from './doctor-check.ts';
 
@@ -74,6 +76,15 @@ export async function runDoctor(context: DoctorContext): Promise<DoctorCheck[]> 
   }
 
   checks.push(...databaseChecks(config, database, speakers, discord.guilds));
+  if (database.status === 'read') {
+    // The shards npm start would claim here: every shard of the default shard processes when SHARD_COUNT is unset.
+    const processes = context.processes?.shardProcesses;
+    const count = processes ?? config.shards.count;
+    const every = (n: number) => Array.from({ length: n }, (_, id) => id);
+    const ids =
+      count === 'auto' ? [] : processes === undefined ? (config.shards.ids ?? every(count)) : every(count);
+    checks.push(shardsRunningCheck(database.leases, { count, ids }, { host: hostname(), now: Date.now() }));
+  }
   if (context.cacheDir !== undefined) checks.push(cacheCheck(context.cacheDir));
   return checks;
 }

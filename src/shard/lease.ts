@@ -72,12 +72,44 @@ export interface ShardLeaseOptions {
   readonly isAlive?: (pid: number) => boolean;
 }
 
-interface LeaseRow {
+/** A row of the table as read (the doctor reads it too, with {@link SHARD_LEASES_SELECT}). */
+export interface ShardLeaseRow {
   shard_id: number;
   shard_count: number;
   host: string;
   pid: number;
   expires_at: number;
+}
+
+/** Every lease, live or not. */
+export const SHARD_LEASES_SELECT = 'SELECT shard_id, shard_count, host, pid, expires_at FROM shard_leases';
+
+/** What a process claims: its count and its shards (every shard with `auto`). */
+export interface ShardClaim {
+  readonly count: number | 'auto';
+  readonly ids: readonly number[];
+}
+
+/**
+ * Whether `holder` still holds its lease at `at`, as seen from a process of `host`: not run out, and, when its holder
+ * is on this host, still running.
+ */
+export function leaseIsLive(
+  holder: ShardLeaseHolder,
+  at: number,
+  here: { readonly host: string; readonly isAlive?: (pid: number) => boolean },
+): boolean {
+  const isAlive = here.isAlive ?? processIsAlive;
+  return holder.expiresAt > at && !(holder.host === here.host && !isAlive(holder.pid));
+}
+
+/** Whether a live `holder` keeps `claim` from starting: another count, `auto` on either side, or a shard of it. */
+export function standsInTheWay(holder: ShardLeaseHolder, claim: ShardClaim): boolean {
+  return (
+    claim.count === 'auto' ||
+    holder.count !== claim.count ||
+    (holder.shard !== 'every' && claim.ids.includes(holder.shard))
+  );
 }
 
 /** The leases of the shards `options` names, in `db` (its table created when missing). */
@@ -90,11 +122,8 @@ export async function createShardLeases(db: Database, options: ShardLeaseOptions
   const count = options.count === 'auto' ? AUTO_COUNT : options.count;
   const ids = options.count === 'auto' ? [EVERY_SHARD] : [...new Set(options.ids)];
 
-  const mine = (row: LeaseRow): boolean => row.host === host && Number(row.pid) === pid;
-  const live = (row: LeaseRow, at: number): boolean =>
-    Number(row.expires_at) > at && !(row.host === host && !isAlive(Number(row.pid)));
-  const inTheWay = (row: LeaseRow): boolean =>
-    count === AUTO_COUNT || Number(row.shard_count) !== count || ids.includes(Number(row.shard_id));
+  const claim: ShardClaim = { count: options.count, ids: options.count === 'auto' ? [] : ids };
+  const mine = (holder: ShardLeaseHolder): boolean => holder.host === host && holder.pid === pid;
 
   return {
     claim: () =>
@@ -102,15 +131,15 @@ export async function createShardLeases(db: Database, options: ShardLeaseOptions
         // PostgreSQL: one claim at a time (the rule reads every row); SQLite's transaction already holds the lock.
         if (tx.dialect === 'postgres') await tx.run('LOCK TABLE shard_leases IN SHARE ROW EXCLUSIVE MODE');
         const at = now();
-        const rows = await tx.all<LeaseRow>(
-          'SELECT shard_id, shard_count, host, pid, expires_at FROM shard_leases',
-        );
-        const holders = rows.filter((row) => !mine(row) && live(row, at) && inTheWay(row));
-        if (holders.length > 0) return holders.map(holderOf);
+        const rows = (await tx.all<ShardLeaseRow>(SHARD_LEASES_SELECT)).map(holderOf);
+        const live = (holder: ShardLeaseHolder) => leaseIsLive(holder, at, { host, isAlive });
+        const holders = rows.filter((row) => !mine(row) && live(row) && standsInTheWay(row, claim));
+        if (holders.length > 0) return holders;
         // Leases nobody renews any more go, so that an old count or an old machine leaves nothing behind.
         for (const row of rows) {
-          if (!mine(row) && !live(row, at) && !ids.includes(Number(row.shard_id))) {
-            await tx.run('DELETE FROM shard_leases WHERE shard_id = $1', [row.shard_id]);
+          const id = row.shard === 'every' ? EVERY_SHARD : row.shard;
+          if (!mine(row) && !live(row) && !ids.includes(id)) {
+            await tx.run('DELETE FROM shard_leases WHERE shard_id = $1', [id]);
           }
         }
         for (const id of ids) {
@@ -212,7 +241,8 @@ export function keepShardLeases(
   return () => clearInterval(timer);
 }
 
-function holderOf(row: LeaseRow): ShardLeaseHolder {
+/** A row as a {@link ShardLeaseHolder}. */
+export function holderOf(row: ShardLeaseRow): ShardLeaseHolder {
   const count = Number(row.shard_count);
   return {
     shard: Number(row.shard_id) === EVERY_SHARD ? 'every' : Number(row.shard_id),
@@ -223,7 +253,8 @@ function holderOf(row: LeaseRow): ShardLeaseHolder {
   };
 }
 
-function describeHolder(holder: ShardLeaseHolder): string {
+/** `shard 3 of 8 on machine-b, pid 12`. */
+export function describeHolder(holder: ShardLeaseHolder): string {
   const shard = holder.shard === 'every' ? 'every shard' : `shard ${holder.shard}`;
   return `${shard} of ${holder.count} on ${holder.host}, pid ${holder.pid}`;
 }

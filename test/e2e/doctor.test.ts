@@ -21,6 +21,7 @@ import {
   formatDoctorReport,
   runDoctor,
 } from '../../src/ops/index.ts';
+import { createShardLeases } from '../../src/shard/lease.ts';
 import { createSettingsStore, openDatabase } from '../../src/storage/index.ts';
 import { createTtsClient } from '../../src/tts/index.ts';
 import { freePort } from '../support/net.ts';
@@ -119,7 +120,9 @@ describe('npm run doctor', () => {
       'Database',
       'Stored voices',
       'Budget',
+      'Shards running',
     ]);
+    expect(checks.at(-1)?.detail).toBe('none: no Herald runs on this database now');
     expect(report).toContain('All good: Herald can speak.');
     expect(report).not.toContain('✗');
 
@@ -221,6 +224,35 @@ describe('npm run doctor', () => {
       const again = openDatabase({ kind: 'sqlite', path: dbPath });
       await (await createSettingsStore(again)).setGuildSpeaker(guild.id, null);
       await again.close();
+    }
+  });
+
+  it('says which Herald runs the database’s shards, and that another SHARD_COUNT keeps npm start waiting', async () => {
+    const db = openDatabase({ kind: 'sqlite', path: dbPath });
+    const other = await createShardLeases(db, { count: 8, ids: [3], host: 'machine-b', pid: 12 });
+    expect(await other.claim()).toEqual([]);
+    try {
+      const { checks } = await doctor();
+      expect(failed(checks)).toEqual([
+        expect.objectContaining({
+          name: 'Shards running',
+          blocks: false,
+          detail:
+            'shard 3 of 8 on machine-b, pid 12: SHARD_COUNT=8 there, 1 here, so npm start here would wait until they stop',
+          fix: expect.stringMatching(/same numeric SHARD_COUNT/),
+        }),
+      ]);
+      // The same count: a process here would be its standby, which is no fault.
+      const same = await doctor({ SHARD_COUNT: '8', SHARD_IDS: '3' });
+      expect(same.checks.find((check) => check.name === 'Shards running')).toMatchObject({
+        status: 'ok',
+        detail: expect.stringMatching(
+          /^shard 3 of 8 on machine-b, pid 12; npm start here would wait for them/,
+        ),
+      });
+    } finally {
+      await other.release();
+      await db.close();
     }
   });
 
