@@ -1,47 +1,14 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import https from 'node:https';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { type DaveMedia, isE2ee } from './dave-media.ts';
+import type { DaveMedia } from './dave-media.ts';
 import type { DaveEvent } from './dave-protocol.ts';
-import { isVoicePacket } from './ip-discovery.ts';
 import { randomToken } from './model.ts';
-import {
-  AES_MODE,
-  decryptRtp,
-  type EncryptionMode,
-  openRtp,
-  rtpSession,
-  type TransportKey,
-  transportKey,
-  XCHACHA_MODE,
-} from './rtp.ts';
-import { type HeldSummary, startUdpReceiver, type UdpReceiver } from './udp-receiver.ts';
+import { AES_MODE, type EncryptionMode, type TransportKey, transportKey, XCHACHA_MODE } from './rtp.ts';
+import type { HeldSummary, UdpReceiver } from './udp-receiver.ts';
+import { type CapturedFrame, startVoiceMedia } from './voice-media.ts';
 
-/** One RTP packet as the emulator received it, and what the members in the channel made of it. */
-export interface CapturedFrame {
-  /** The Opus frame the members heard (the first listener's decryption), else the transport payload. */
-  readonly opus: Buffer;
-  /** The payload inside transport encryption (DAVE ciphertext when `e2ee`). */
-  readonly payload: Buffer;
-  /** The payload carries DAVE end-to-end encryption. */
-  readonly e2ee: boolean;
-  /** DAVE was negotiated for the session when the frame arrived. */
-  readonly dave: boolean;
-  /** The transport encryption mode the session selected (voice op 1), in which the frame was decrypted. */
-  readonly mode: EncryptionMode;
-  /** Per member in the channel: whether they decrypted the frame, with davey's error kind when not. */
-  readonly listeners: ReadonlyMap<
-    string,
-    { readonly ok: true } | { readonly ok: false; readonly error: string }
-  >;
-  /** `performance.now()` when the datagram arrived. */
-  readonly receivedAt: number;
-  readonly ssrc: number;
-  readonly seq: number;
-  readonly timestamp: number;
-  /** The 3-byte Opus silence frame `F8 FF FE` that @discordjs/voice sends after a clip. */
-  readonly silence: boolean;
-}
+export type { CapturedFrame } from './voice-media.ts';
 
 /** What the voice server reports to the emulator, per guild. */
 export interface VoiceServerEvents {
@@ -132,93 +99,22 @@ const OP = {
   hello: 8,
   resumed: 9,
 };
-const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
-// A receive buffer of 4 MiB (the kernel caps it at net.core.rmem_max): with hundreds of streams, the default
-// 208 KiB holds about 300 packets, and any pause of the receiving thread of a few milliseconds would drop packets
-// that a voice server would have received.
-const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
-/** The listeners of a frame captured on arrival only (no member decrypted it). */
-const NOBODY_DECRYPTED: CapturedFrame['listeners'] = new Map();
-
-/**
- * A frame captured on arrival with no member decrypting it, for benchmarks of hundreds of streams: its header is
- * read at once and its transport encryption authenticated and removed when its payload is first read (usually
- * after the run), so the work is not done on the emulator's thread while the streams it times are playing. A
- * packet that does not authenticate then counts in `rejected` and reads as an empty payload.
- */
-class SealedFrame implements CapturedFrame {
-  readonly listeners = NOBODY_DECRYPTED;
-  readonly receivedAt: number;
-  readonly ssrc: number;
-  readonly seq: number;
-  readonly timestamp: number;
-  readonly dave: boolean;
-  // Until it is opened: the datagram and its session's key. Nothing else is kept per frame.
-  #packet: Buffer | undefined;
-  readonly #transport: TransportKey;
-  #payload: Buffer | undefined;
-  readonly #rejected: { count: number };
-
-  constructor(
-    packet: Buffer,
-    receivedAt: number,
-    transport: TransportKey,
-    dave: boolean,
-    rejected: { count: number },
-  ) {
-    this.receivedAt = receivedAt;
-    this.ssrc = packet.readUInt32BE(8);
-    this.seq = packet.readUInt16BE(2);
-    this.timestamp = packet.readUInt32BE(4);
-    this.dave = dave;
-    this.#packet = packet;
-    this.#transport = transport;
-    this.#rejected = rejected;
-  }
-
-  get mode(): EncryptionMode {
-    return this.#transport.mode;
-  }
-
-  get payload(): Buffer {
-    if (this.#payload === undefined) {
-      const payload = this.#packet && openRtp(this.#packet, this.#transport);
-      if (payload === undefined) this.#rejected.count += 1;
-      this.#payload = payload ?? Buffer.alloc(0);
-      this.#packet = undefined;
-    }
-    return this.#payload;
-  }
-
-  get opus(): Buffer {
-    return this.payload;
-  }
-
-  get e2ee(): boolean {
-    return isE2ee(this.payload);
-  }
-
-  get silence(): boolean {
-    return this.payload.equals(SILENCE);
-  }
-}
-
 /** Starts the voice server on 127.0.0.1 (random TLS and UDP ports). */
 export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
   const allocations = new Map<string, Allocation>();
   const bySsrc = new Map<number, Allocation>();
-  // While the receiving thread holds packets, a session that is replaced or ends keeps its SSRC and key here for
-  // the packets it sent before, which are captured only when released.
-  let holding = false;
-  const retired = new Map<number, { readonly guildId: string; readonly transport: TransportKey }>();
+  // The UDP side reads the sessions by SSRC; a session replaced or ended is retired there first (held packets).
+  const media = await startVoiceMedia({
+    sessions: bySsrc,
+    events: options.events,
+    dave: options.dave,
+    membersDecrypt: options.membersDecrypt,
+    receiverNice: options.receiverNice,
+  });
   const retire = (allocation: Allocation): void => {
-    if (holding && allocation.transport)
-      retired.set(allocation.ssrc, { guildId: allocation.guildId, transport: allocation.transport });
+    media.retire(allocation);
     bySsrc.delete(allocation.ssrc);
   };
-  const rejected = { count: 0 };
-  const lost = { count: 0 };
-  const losses = new Map<string, number>();
   const handshakes = { identified: 0, resumed: 0 };
   const timers = new Set<NodeJS.Timeout>();
   let dropHeartbeats = false;
@@ -307,7 +203,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         bound.a = allocation;
         bySsrc.set(allocation.ssrc, allocation);
         handshakes.identified += 1;
-        const address = { address: '127.0.0.1', port: udp.port };
+        const address = { address: '127.0.0.1', port: media.port };
         const ready = (): void =>
           send(allocation, ws, {
             op: OP.ready,
@@ -415,87 +311,17 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     send(undefined, ws, { op: OP.hello, d: { heartbeat_interval: options.heartbeatIntervalMs, v: 8 } });
   });
 
-  const sessionOf = (ssrc: number) => bySsrc.get(ssrc) ?? retired.get(ssrc);
-  const isLost = (guildId: string): boolean => {
-    const loss = losses.get(guildId) ?? 0;
-    if (loss > 0 && Math.random() < loss) {
-      lost.count += 1;
-      return true;
-    }
-    return false;
-  };
-  const onPacket = (message: Buffer, receivedAt: number, held: boolean): void => {
-    // 8-byte keepalives need no answer.
-    if (!isVoicePacket(message)) return;
-    // Held packets are captured as they would have been on arrival, when members did not decrypt (the bench's).
-    if (held || !options.membersDecrypt()) {
-      // Nobody decrypts: the packet is captured as it arrived and authenticated when first read (see SealedFrame).
-      const session = rtpSession(message, sessionOf);
-      if (!session) {
-        rejected.count += 1;
-        return;
-      }
-      if (isLost(session.guildId)) return;
-      const dave = options.dave.group(session.guildId) !== undefined;
-      options.events.onFrame(
-        session.guildId,
-        new SealedFrame(message, receivedAt, session.transport, dave, rejected),
-      );
-      return;
-    }
-    const frame = decryptRtp(message, sessionOf, receivedAt);
-    if (!frame) {
-      rejected.count += 1;
-      return;
-    }
-    if (isLost(frame.guildId)) return;
-    // Members decrypt off this thread; a guild's hearings resolve in the order its frames arrived.
-    options.dave
-      .hear(frame.guildId, frame.payload)
-      .then((heard) => {
-        const first = [...heard.listeners.values()].find((r) => r.ok);
-        options.events.onFrame(frame.guildId, {
-          ...frame.frame,
-          mode: frame.mode,
-          opus: first?.ok ? first.opus : frame.payload,
-          payload: frame.payload,
-          e2ee: heard.e2ee,
-          dave: heard.dave,
-          listeners: new Map(
-            [...heard.listeners].map(([userId, r]) => [
-              userId,
-              r.ok ? { ok: true } : { ok: false, error: r.error },
-            ]),
-          ),
-          silence: frame.payload.equals(SILENCE),
-        });
-      })
-      .catch((error: unknown) => {
-        // A capture listener that throws fails as it would in the socket's own handler.
-        setImmediate(() => {
-          throw error;
-        });
-      });
-  };
-  const udp = await startUdpReceiver(RECEIVE_BUFFER_BYTES, onPacket, options.receiverNice);
   await new Promise<void>((resolve) => https_.listen(0, '127.0.0.1', resolve));
   const address = https_.address();
   const port = typeof address === 'object' && address ? address.port : 0;
 
   return {
     endpoint: `127.0.0.1:${port}`,
-    receiverNice: udp.nice,
-    setReceiverNap: (ms) => udp.setNap(ms),
-    holdPackets: () => {
-      holding = true;
-      udp.hold();
-    },
-    heldPackets: () => udp.held(),
-    releasePackets: async () => {
-      await udp.release();
-      holding = false;
-      retired.clear();
-    },
+    receiverNice: media.receiverNice,
+    setReceiverNap: (ms) => media.setNap(ms),
+    holdPackets: () => media.hold(),
+    heldPackets: () => media.held(),
+    releasePackets: () => media.release(),
     allocate: (guildId, userId, sessionId, channelId) => {
       const previous = allocations.get(guildId);
       if (previous) retire(previous);
@@ -540,12 +366,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     delayHandshake: (ms) => {
       handshakeDelayMs = ms;
     },
-    rejected,
-    lost,
-    loseUdp: (guildId, share) => {
-      if (share > 0) losses.set(guildId, Math.min(1, share));
-      else losses.delete(guildId);
-    },
+    rejected: media.rejected,
+    lost: media.lost,
+    loseUdp: (guildId, share) => media.loseUdp(guildId, share),
     handshakes,
     close: async () => {
       for (const timer of timers) clearTimeout(timer);
@@ -553,7 +376,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       wss.close();
       https_.closeAllConnections();
       await new Promise<void>((resolve) => https_.close(() => resolve()));
-      await udp.close();
+      await media.close();
     },
   };
 }
