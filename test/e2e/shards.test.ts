@@ -172,6 +172,31 @@ async function expectLedgerMatchesService(url: string, since: number): Promise<v
   );
 }
 
+/**
+ * Every member of every server asks at once, with $0.555 in the account and a $0.50 floor (set by the test): five
+ * utterances of $0.01 are paid over every process, never a sixth, and every other member is told why, at once or
+ * when due. Returns the counts, for the log.
+ */
+async function expectFloorHeldWithEverybodySpeaking(before: number): Promise<string> {
+  const replies = await Promise.all(
+    servers.flatMap(({ members, text }) =>
+      members.map((member) => discord.slash(member, 'speak', { text: TEN }, { channel: text })),
+    ),
+  );
+  const refusedAtOnce = (): Reply[] => replies.filter((r) => !ACCEPTED.test(r.content));
+  const refusedLater = (): Reply[] => replies.filter((r) => r.followUps().length > 0);
+  const charged = () => tts.requests.slice(before).filter((r) => r.chargedUsd > 0).length;
+  await vi.waitFor(
+    () => expect(charged() + refusedAtOnce().length + refusedLater().length).toBe(replies.length),
+    { timeout: 30_000, interval: 100 },
+  );
+  expect(charged()).toBe(5);
+  expect(tts.balanceUsd).toBeGreaterThanOrEqual(0.5);
+  for (const reply of refusedAtOnce()) expect(reply.content).toMatch(FLOOR_SENTENCE);
+  for (const reply of refusedLater()) expect(reply.followUps()[0]?.content).toMatch(FLOOR_SENTENCE);
+  return `${charged()} charged, ${refusedAtOnce().length} refused at once, ${refusedLater().length} refused when due; balance $${tts.balanceUsd.toFixed(3)}`;
+}
+
 describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () => {
   it('spreads the servers over the shards, and holds the floor with everybody speaking at once', async () => {
     const url = await createDatabase((cluster as { url: string }).url);
@@ -198,32 +223,13 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       for (let shard = 0; shard < 4; shard += 1) {
         expect(servers.filter((s) => shardOf(s.guild.id, 4) === shard).length).toBeGreaterThanOrEqual(5);
       }
-      const replies = await Promise.all(
-        servers.flatMap(({ members, text }) =>
-          members.map((member) => discord.slash(member, 'speak', { text: TEN }, { channel: text })),
-        ),
-      );
-      const refusedAtOnce = (): Reply[] => replies.filter((r) => !ACCEPTED.test(r.content));
-      const refusedLater = (): Reply[] => replies.filter((r) => r.followUps().length > 0);
-      const charged = () => tts.requests.slice(before).filter((r) => r.chargedUsd > 0).length;
-      await vi.waitFor(
-        () => expect(charged() + refusedAtOnce().length + refusedLater().length).toBe(replies.length),
-        { timeout: 30_000, interval: 100 },
-      );
-      console.log(
-        `80 /speak on 4 shards: ${charged()} charged, ${refusedAtOnce().length} refused at once, ${refusedLater().length} refused when due; balance $${tts.balanceUsd.toFixed(3)}`,
-      );
+      console.log(`80 /speak on 4 shards: ${await expectFloorHeldWithEverybodySpeaking(before)}`);
       // Every line a shard process logged about a server names that server's own shard.
       const aboutServers = linesOf(group).filter((l) => typeof l.guild === 'string');
       expect(aboutServers.length).toBeGreaterThan(0);
       expect(aboutServers.filter((l) => String(l.shard) !== String(shardOf(l.guild as string, 4)))).toEqual(
         [],
       );
-      // $0.555 with a $0.50 floor: five utterances of $0.01, never a sixth.
-      expect(charged()).toBe(5);
-      expect(tts.balanceUsd).toBeGreaterThanOrEqual(0.5);
-      for (const reply of refusedAtOnce()) expect(reply.content).toMatch(FLOOR_SENTENCE);
-      for (const reply of refusedLater()) expect(reply.followUps()[0]?.content).toMatch(FLOOR_SENTENCE);
       await expectLedgerMatchesService(url, before);
 
       // The manager's one endpoint: every shard's metrics summed, every shard's readiness.
@@ -543,23 +549,7 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       try {
         const count = defaultShardProcesses({}, machineShape()) ?? 1;
         expect(discord.gatewaySessions()).toHaveLength(count);
-        const replies = await Promise.all(
-          servers.flatMap(({ members, text }) =>
-            members.map((member) => discord.slash(member, 'speak', { text: TEN }, { channel: text })),
-          ),
-        );
-        const refusedAtOnce = (): Reply[] => replies.filter((r) => !ACCEPTED.test(r.content));
-        const refusedLater = (): Reply[] => replies.filter((r) => r.followUps().length > 0);
-        const charged = () => tts.requests.slice(before).filter((r) => r.chargedUsd > 0).length;
-        await vi.waitFor(
-          () => expect(charged() + refusedAtOnce().length + refusedLater().length).toBe(replies.length),
-          { timeout: 30_000, interval: 100 },
-        );
-        // $0.555 with a $0.50 floor: five utterances of $0.01 over every process, never a sixth.
-        expect(charged()).toBe(5);
-        expect(tts.balanceUsd).toBeGreaterThanOrEqual(0.5);
-        for (const reply of refusedAtOnce()) expect(reply.content).toMatch(FLOOR_SENTENCE);
-        for (const reply of refusedLater()) expect(reply.followUps()[0]?.content).toMatch(FLOOR_SENTENCE);
+        await expectFloorHeldWithEverybodySpeaking(before);
         await expectLedgerMatchesService(url, before);
         expect(linesOf(group).filter((l) => l.level === 'error')).toEqual([]);
       } finally {
