@@ -144,6 +144,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         loadAverageAtStart,
         loadAverageAtEnd: loadavg().map((value) => round(value, 2)),
         receiverNice: discord.receiverNice,
+        heraldNice: herald.nice,
         heraldAllocators,
         referenceFrameUs: { atStart: referenceAtStart, atEnd: referenceFrameUs() },
       },

@@ -5,7 +5,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { getPriority, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { allocatorOf } from '../src/ops/index.ts';
 
@@ -31,6 +31,8 @@ export interface HeraldProcess {
   openFiles(): number;
   /** The memory allocators mapped into the process and its children, each named once (`glibc`, `jemalloc`, …). */
   allocators(): string[];
+  /** The nice value set (shard processes inherit it), or why it could not be set; undefined: none asked for. */
+  readonly nice: number | string | undefined;
   /** True while the process runs. */
   running(): boolean;
   /** SIGTERM, then SIGKILL after 12 s. */
@@ -84,11 +86,21 @@ export function startHeraldProcess(
   child.once('exit', () => log?.end());
   const pid = child.pid;
   if (pid === undefined) throw new Error('could not start Herald');
-  if (options.nice) setPriority(pid, options.nice);
+  let nice: number | string | undefined;
+  if (options.nice) {
+    // Below 0 needs root (or CAP_SYS_NICE): without it the run goes on at the bench's own, and says so.
+    try {
+      setPriority(pid, options.nice);
+      nice = getPriority(pid);
+    } catch (error) {
+      nice = `not set (${error instanceof Error ? error.message : String(error)})`;
+    }
+  }
   const ticks = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
   const running = () => child.exitCode === null && child.signalCode === null;
   return {
     child,
+    nice,
     output: () => output,
     running,
     cpuMs() {
