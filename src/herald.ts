@@ -46,9 +46,8 @@ import {
 } from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { clientShardOptions, ownsGuild, runsShard } from './shard/client.ts';
-import { shardIdsOf } from './shard/config.ts';
 import { answerManager } from './shard/ipc.ts';
-import { acquireShardLeases, createShardLeases, keepShardLeases } from './shard/lease.ts';
+import { acquireShardLeases, claimOf, createShardLeases, keepShardLeases } from './shard/lease.ts';
 import { createSettingsStore, openDatabase } from './storage/index.ts';
 import { createVoiceStateStore } from './storage/voice-state.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
@@ -85,8 +84,6 @@ export interface HeraldOptions {
    * the entry point stops this one, so that two do not answer. Logged either way.
    */
   readonly onShardsLost?: () => void;
-  /** How long an unrenewed shard lease holds (default {@link SHARD_LEASE_TTL_MS}); tests shorten it. */
-  readonly shardLeaseTtlMs?: number;
 }
 
 /**
@@ -145,11 +142,9 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   // until they are free, before it reconciles the budget's reservations or connects to anything.
   const shardLogger = logger.child({ component: 'shards' });
   const leases = await createShardLeases(db, {
-    count: config.shards.count,
-    ids: config.shards.count === 'auto' ? [] : shardIdsOf(config.shards, config.shards.count),
+    ...claimOf(config.shards),
     host: hostname(),
     pid: process.pid,
-    ...(options.shardLeaseTtlMs === undefined ? {} : { ttlMs: options.shardLeaseTtlMs }),
   });
   await acquireShardLeases(leases, { logger: shardLogger });
   const stopKeepingLeases = keepShardLeases(leases, {

@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { claimOf } from '../shard/lease.ts';
 import { type Speaker, TtsAuthenticationError, type TtsClient } from '../tts/index.ts';
 import { allocatorCheck } from './allocator.ts';
 import { type DoctorCheck, messageOf } from './doctor-check.ts';
@@ -79,11 +80,10 @@ export async function runDoctor(context: DoctorContext): Promise<DoctorCheck[]> 
   if (database.status === 'read') {
     // The shards npm start would claim here: every shard of the default shard processes when SHARD_COUNT is unset.
     const processes = context.processes?.shardProcesses;
-    const count = processes ?? config.shards.count;
-    const every = (n: number) => Array.from({ length: n }, (_, id) => id);
-    const ids =
-      count === 'auto' ? [] : processes === undefined ? (config.shards.ids ?? every(count)) : every(count);
-    checks.push(shardsRunningCheck(database.leases, { count, ids }, { host: hostname(), now: Date.now() }));
+    const claim = claimOf(
+      processes === undefined ? config.shards : { count: processes, ids: undefined, managed: false },
+    );
+    checks.push(shardsRunningCheck(database.leases, claim, { host: hostname(), now: Date.now() }));
   }
   if (context.cacheDir !== undefined) checks.push(cacheCheck(context.cacheDir));
   return checks;

@@ -11,8 +11,10 @@
  * partitions of the same servers, so any live lease of another count stands in the way, as does every lease of a
  * process that runs every shard with `SHARD_COUNT=auto`.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../log.ts';
 import type { Database, Migrations } from '../storage/database.ts';
+import { type ShardConfig, shardIdsOf } from './config.ts';
 
 /** A lease not renewed for this long is free: how long another machine waits after its holder died. */
 export const SHARD_LEASE_TTL_MS = 30_000;
@@ -58,12 +60,8 @@ export interface ShardLeases {
   release(): Promise<void>;
 }
 
-/** Options of {@link createShardLeases}. */
-export interface ShardLeaseOptions {
-  /** The bot's shard count, or `auto`. */
-  readonly count: number | 'auto';
-  /** The shards this process runs (ignored with `auto`: every shard). */
-  readonly ids: readonly number[];
+/** Options of {@link createShardLeases}: what the process claims, and who it is. */
+export interface ShardLeaseOptions extends ShardClaim {
   readonly host: string;
   readonly pid: number;
   readonly ttlMs?: number;
@@ -84,10 +82,17 @@ export interface ShardLeaseRow {
 /** Every lease, live or not. */
 export const SHARD_LEASES_SELECT = 'SELECT shard_id, shard_count, host, pid, expires_at FROM shard_leases';
 
-/** What a process claims: its count and its shards (every shard with `auto`). */
+/** What a process claims: the bot's shard count (or `auto`) and the shards it runs (none listed with `auto`: every shard). */
 export interface ShardClaim {
   readonly count: number | 'auto';
   readonly ids: readonly number[];
+}
+
+/** The claim of a process running `shards`. */
+export function claimOf(shards: ShardConfig): ShardClaim {
+  return shards.count === 'auto'
+    ? { count: 'auto', ids: [] }
+    : { count: shards.count, ids: shardIdsOf(shards, shards.count) };
 }
 
 /**
@@ -119,10 +124,13 @@ export async function createShardLeases(db: Database, options: ShardLeaseOptions
   const now = options.now ?? Date.now;
   const isAlive = options.isAlive ?? processIsAlive;
   const { host, pid } = options;
-  const count = options.count === 'auto' ? AUTO_COUNT : options.count;
-  const ids = options.count === 'auto' ? [EVERY_SHARD] : [...new Set(options.ids)];
-
-  const claim: ShardClaim = { count: options.count, ids: options.count === 'auto' ? [] : ids };
+  const claim: ShardClaim = {
+    count: options.count,
+    ids: options.count === 'auto' ? [] : [...new Set(options.ids)],
+  };
+  // The rows this process holds: one a shard, or the one of every shard.
+  const count = claim.count === 'auto' ? AUTO_COUNT : claim.count;
+  const ids = claim.count === 'auto' ? [EVERY_SHARD] : claim.ids;
   const mine = (holder: ShardLeaseHolder): boolean => holder.host === host && holder.pid === pid;
 
   return {
@@ -160,49 +168,33 @@ export async function createShardLeases(db: Database, options: ShardLeaseOptions
 
 /**
  * Resolves once this process holds its shards' leases, waiting while another live Herald holds them (saying so in
- * the log when the wait begins and each minute after). Rejects when `signal` aborts, or when the database fails.
+ * the log when the wait begins and each minute after). Rejects when the database fails.
  */
 export async function acquireShardLeases(
   leases: ShardLeases,
-  options: {
-    readonly logger: Logger;
-    readonly signal?: AbortSignal;
-    readonly pollMs?: number;
-    readonly now?: () => number;
-  },
+  options: { readonly logger: Logger; readonly pollMs?: number },
 ): Promise<void> {
   const pollMs = options.pollMs ?? SHARD_LEASE_POLL_MS;
-  const now = options.now ?? Date.now;
-  const started = now();
+  const started = Date.now();
   let saidAt: number | undefined;
   for (;;) {
-    options.signal?.throwIfAborted();
     const holders = await leases.claim();
     if (holders.length === 0) {
       if (saidAt !== undefined) {
-        options.logger.info('the shards are free: this process runs them now', { waitedMs: now() - started });
+        options.logger.info('the shards are free: this process runs them now', {
+          waitedMs: Date.now() - started,
+        });
       }
       return;
     }
-    if (saidAt === undefined || now() - saidAt >= 60_000) {
-      saidAt = now();
+    if (saidAt === undefined || Date.now() - saidAt >= 60_000) {
+      saidAt = Date.now();
       options.logger.warn(
         'another Herald runs these shards: this process waits and starts when they are free (two processes on one shard would both answer its members and both pay)',
-        { holders: holders.map(describeHolder).join('; '), waitedMs: now() - started },
+        { holders: holders.map(describeHolder).join('; '), waitedMs: Date.now() - started },
       );
     }
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(done, pollMs);
-      function done(): void {
-        options.signal?.removeEventListener('abort', aborted);
-        resolve();
-      }
-      function aborted(): void {
-        clearTimeout(timer);
-        reject(options.signal?.reason);
-      }
-      options.signal?.addEventListener('abort', aborted, { once: true });
-    });
+    await delay(pollMs);
   }
 }
 
