@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import prism from 'prism-media';
-import type { TtsEmulator } from '../emulators/tts/index.ts';
+import type { TtsEmulatorHandle } from '../emulators/tts/index.ts';
 
 /** One step of the baseline's ladder: `streams` pipelines at once. */
 export interface BaselineStep {
@@ -41,7 +41,7 @@ const LATE_MS = 40;
  * first step with more than 1 % of frames late.
  */
 export async function runBaseline(
-  tts: TtsEmulator,
+  tts: TtsEmulatorHandle,
   options: { readonly steps: readonly number[]; readonly audioSeconds: number },
 ): Promise<BaselineResult> {
   const wanted = options.steps.filter((streams) => streams > 0);
@@ -67,7 +67,7 @@ export async function runBaseline(
 }
 
 async function runStep(
-  tts: TtsEmulator,
+  tts: TtsEmulatorHandle,
   speakerId: string,
   streams: number,
   audioSeconds: number,

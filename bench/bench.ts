@@ -10,7 +10,12 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type DiscordEmulator, startDiscordEmulator } from '../emulators/discord/index.ts';
 import { trustedTestCertificate } from '../emulators/discord/tls.ts';
-import { startTtsEmulator, type TtsEmulator } from '../emulators/tts/index.ts';
+import {
+  handleOf,
+  startTtsEmulator,
+  startTtsEmulatorThread,
+  type TtsEmulatorHandle,
+} from '../emulators/tts/index.ts';
 import { DEFAULT_UTTERANCE_PAUSE_MS } from '../src/config.ts';
 import { findJemalloc } from '../src/ops/index.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
@@ -44,7 +49,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
       ...(options.shards ? { maxConcurrency: 16 } : {}),
       receiverNice: options.receiverNice ?? RECEIVER_NICE,
     }),
-    startTtsEmulator({ speed: 4, maxAudioMs: 60_000, balanceUsd: 1_000_000 }),
+    startTts(options.ttsThread ?? true, { speed: 4, maxAudioMs: 60_000, balanceUsd: 1_000_000 }),
   ]);
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
   // Servers 0..maxWarm-1 are used warm (P1–P5); the rest are the cold burst of P6.
@@ -89,7 +94,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     );
 
     // From here on hundreds of streams at once (P4, then P6): writes batched as a network delivers them.
-    tts.configure({ writeEveryMs: options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS });
+    await tts.configure({ writeEveryMs: options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS });
     const steps: ConcurrencyStep[] = [];
     let inVoice = 1;
     for (const n of options.servers) {
@@ -153,6 +158,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         ttsWriteEveryMs: options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS,
         receiverNapMs: options.receiverNapMs ?? RECEIVER_NAP_MS,
         holdPackets: options.holdPackets ?? true,
+        ttsThread: tts.runsOn === 'thread',
         progress: undefined,
       } as unknown as BenchOptions,
       startedAt,
@@ -176,6 +182,14 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
   }
 }
 
+/** The emulated TTS service, on a thread of its own or on this one (`BenchOptions.ttsThread`). */
+async function startTts(
+  ownThread: boolean,
+  options: Parameters<typeof startTtsEmulator>[0],
+): Promise<TtsEmulatorHandle> {
+  return ownThread ? startTtsEmulatorThread(options) : handleOf(await startTtsEmulator(options));
+}
+
 /** When the capture's first sounding packet arrived (`performance.now()` clock, stamped on arrival). */
 function firstSoundAt(capture: ReturnType<DiscordEmulator['voice']>): number {
   return capture.frames.find((frame) => !frame.silence)?.receivedAt ?? Number.NaN;
@@ -190,7 +204,12 @@ function addServer(discord: DiscordEmulator, i: number): Server {
   return { guild, text, voice, member };
 }
 
-async function measureLatency(discord: DiscordEmulator, tts: TtsEmulator, server: Server, runs: number) {
+async function measureLatency(
+  discord: DiscordEmulator,
+  tts: TtsEmulatorHandle,
+  server: Server,
+  runs: number,
+) {
   const capture = discord.voice(server.guild);
   const cold: number[] = [];
   const warm: number[] = [];
@@ -205,7 +224,7 @@ async function measureLatency(discord: DiscordEmulator, tts: TtsEmulator, server
     await capture.untilSilent({ quietMs: 300 });
 
     capture.clear();
-    const before = tts.requests.length;
+    const before = await tts.requestCount();
     start = performance.now();
     await Promise.all([
       discord.slash(server.member, 'speak', { text: `Warm number ${i}.` }),
@@ -214,9 +233,9 @@ async function measureLatency(discord: DiscordEmulator, tts: TtsEmulator, server
     // When the packet arrived, not when both waits were over: the interaction's reply may come after it.
     const firstPacket = firstSoundAt(capture);
     warm.push(firstPacket - start);
-    const request = tts.requests
-      .slice(before)
-      .find((r) => r.path.endsWith('/generate') || r.method === 'POST');
+    const request = (await tts.requests(before)).find(
+      (r) => r.path.endsWith('/generate') || r.method === 'POST',
+    );
     // The emulator records Date.now(); the same clock through performance.timeOrigin.
     if (request) ttsToPacket.push(performance.timeOrigin + firstPacket - request.receivedAt);
     await capture.untilSilent({ quietMs: 300 });
@@ -229,9 +248,14 @@ async function measureLatency(discord: DiscordEmulator, tts: TtsEmulator, server
 /** One Opus frame's length. */
 const FRAME_MS = 20;
 
-async function measureGaps(discord: DiscordEmulator, tts: TtsEmulator, server: Server, pauseMs: number) {
+async function measureGaps(
+  discord: DiscordEmulator,
+  tts: TtsEmulatorHandle,
+  server: Server,
+  pauseMs: number,
+) {
   const capture = discord.voice(server.guild);
-  tts.configure({ speed: 1 });
+  await tts.configure({ speed: 1 });
   try {
     await discord.slash(server.member, 'join');
     await capture.untilConnected();
@@ -250,7 +274,7 @@ async function measureGaps(discord: DiscordEmulator, tts: TtsEmulator, server: S
       meanGapMs: sounding.length > 0 ? round(silentMs / 2, 1) : Number.NaN,
     };
   } finally {
-    tts.configure({ speed: 4 });
+    await tts.configure({ speed: 4 });
   }
 }
 
@@ -294,12 +318,12 @@ async function leaveAll(discord: DiscordEmulator, servers: readonly Server[]): P
 /** Servers Herald is not in voice with ask at once; who heard, who was told what, what was paid for nothing. */
 async function coldBurst(
   discord: DiscordEmulator,
-  tts: TtsEmulator,
+  tts: TtsEmulatorHandle,
   servers: readonly Server[],
   audioSeconds: number,
 ): Promise<BenchResult['p6ColdBurst']> {
   const text = utteranceOf(audioSeconds);
-  const before = tts.requests.length;
+  const before = await tts.requestCount();
   const start = performance.now();
   const replies = await Promise.all(
     servers.map((server) =>
@@ -314,7 +338,7 @@ async function coldBurst(
     const last = frames.at(-1);
     return frames.some((frame) => !frame.silence) && last ? last.receivedAt - start : undefined;
   });
-  const charged = tts.requests.slice(before).filter((request) => request.chargedUsd > 0);
+  const charged = (await tts.requests(before)).filter((request) => request.chargedUsd > 0);
   const paidUsd = charged.reduce((sum, request) => sum + request.chargedUsd, 0);
   const heard = heardAt.filter((at) => at !== undefined).length;
   const couldNotConnect = servers.map((server) =>

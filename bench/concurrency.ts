@@ -172,6 +172,7 @@ const THREAD_GROUPS: Readonly<Record<string, string>> = {
   MainThread: 'main',
   'voice-receiver': 'voice-receiver',
   'dave-members': 'dave-members',
+  'tts-service': 'tts-service',
   V8Worker: 'V8 helpers',
 };
 

@@ -67,6 +67,12 @@ export interface BenchOptions {
    */
   readonly holdPackets?: boolean;
   /**
+   * The emulated TTS service runs on a thread of its own (default true), as on Discord it is another company's
+   * machines; false: on the emulated Discord's main thread, where its writes to every download (one every 20 ms
+   * each) held the gateway, REST and interactions that answer Herald. Its CPU counts as the world's either way.
+   */
+  readonly ttsThread?: boolean;
+  /**
    * A diagnostic, not the issue's scenario: in P4 the members' `/speak` go out evenly over this many ms rather
    * than at the same moment (default 0, the same moment). Shows how much of the lateness comes from the start of
    * the burst.
@@ -176,8 +182,9 @@ export interface ConcurrencyStep {
   readonly worldCpuMsPerStreamSecond: number;
   /**
    * The same by thread, ms per stream-second (Linux): `main` (emulated Discord's gateway, REST and interactions,
-   * the voice server's decryption and capture, the TTS service), `voice-receiver` (the UDP socket), `dave-members`
-   * (the members' MLS clients), `V8 helpers` (garbage collection and compilation threads), `other`.
+   * the voice server's decryption and capture; the TTS service too with `ttsThread: false`), `tts-service` (the
+   * TTS service's own thread), `voice-receiver` (the UDP socket), `dave-members` (the members' MLS clients),
+   * `V8 helpers` (garbage collection and compilation threads), `other`.
    */
   readonly worldCpuByThread: Readonly<Record<string, number>>;
   /** p99 event-loop delay of the bench process (the emulated Discord): high values mean the receiver lagged. */

@@ -45,6 +45,7 @@ import type { Fault, RecordedRequest, Settings, TtsEmulator, TtsEmulatorOptions 
 export { type AudioQuirks, expectedDurationMs, OUTPUT_SAMPLE_RATE } from './audio.ts';
 export { MAX_TEXT_CODE_POINTS } from './request.ts';
 export { DEFAULT_SPEAKERS, type EmulatedSpeaker, manySpeakers } from './speakers.ts';
+export { handleOf, startTtsEmulatorThread, type TtsEmulatorHandle } from './thread.ts';
 export type { Fault, RecordedRequest, TtsEmulator, TtsEmulatorOptions } from './types.ts';
 
 // Constant bitrate per channel when splitting packets: CBR at this rate makes every packet over 255 bytes.

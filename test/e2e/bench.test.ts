@@ -41,12 +41,16 @@ describe('npm run bench (smoke, 20 servers)', () => {
     expect(step?.lostPackets).toBe(0);
     expect(step?.rejectedPackets).toBe(0);
     expect(step?.cpuMsPerStreamSecond).toBeGreaterThan(0);
-    // The emulated world's CPU by thread (Linux /proc): its main thread served the step's gateway, TTS and capture.
+    // The emulated world's CPU by thread (Linux /proc): its main thread served the step's gateway and capture, the
+    // TTS service's own thread its downloads.
     expect(step?.worldCpuByThread.main).toBeGreaterThan(0);
+    expect(result.options.ttsThread).toBe(true);
+    expect(step?.worldCpuByThread['tts-service']).toBeGreaterThan(0);
     expect(Object.keys(step?.worldCpuByThread ?? {})).toEqual([
       'main',
       'voice-receiver',
       'dave-members',
+      'tts-service',
       'V8 helpers',
       'other',
     ]);

@@ -62,7 +62,7 @@ export interface World {
 /** The environment that points Herald at the two emulators, with its database at `databasePath`. */
 export function heraldEnv(
   discord: DiscordEmulator,
-  tts: TtsEmulator,
+  tts: Pick<TtsEmulator, 'baseUrl' | 'apiKey'>,
   databasePath: string,
 ): Record<string, string> {
   return {
