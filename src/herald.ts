@@ -48,6 +48,7 @@ import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { clientShardOptions, ownsGuild, runsShard } from './shard/client.ts';
 import { answerManager } from './shard/ipc.ts';
 import { acquireShardLeases, claimOf, createShardLeases, keepShardLeases } from './shard/lease.ts';
+import { standByFor } from './shard/standby.ts';
 import { createSettingsStore, openDatabase } from './storage/index.ts';
 import { createVoiceStateStore } from './storage/voice-state.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
@@ -146,7 +147,11 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     host: hostname(),
     pid: process.pid,
   });
-  await acquireShardLeases(leases, { logger: shardLogger });
+  // Standing by: a managed shard tells its manager, which waits for it and says why; a process of its own serves
+  // /healthz and /readyz meanwhile (its full endpoint needs what it builds once it runs).
+  const standby = standByFor(config, shardLogger);
+  await acquireShardLeases(leases, { logger: shardLogger, onWaiting: standby.begin });
+  await standby.end();
   const stopKeepingLeases = keepShardLeases(leases, {
     logger: shardLogger,
     onLost: () => options.onShardsLost?.(),

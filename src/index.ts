@@ -75,13 +75,15 @@ async function startBot(parsed: ReturnType<typeof parseConfig>): Promise<void> {
   };
   process.once('SIGINT', shutdown);
   process.once('SIGTERM', shutdown);
+  // A shard of `npm run start:shards` stops with its manager (its IPC channel closes), even after a kill -9 of it,
+  // and even while it starts: a shard standing by for its lease would otherwise outlive its manager and, when the
+  // other Herald stops, run its shards with no manager at all.
+  if (config.shards.managed) process.once('disconnect', () => shutdown('the sharding manager is gone'));
   try {
     // Another Herald took these shards over (this one stopped renewing its lease): stop, so that two do not answer.
     herald = await startHerald(config, { logger, onShardsLost: () => exitAfterStop(1) });
     // Asked to stop while starting: what started is stopped now.
     if (stopping) exitAfterStop(0);
-    // A shard of `npm run start:shards` stops with its manager (its IPC channel closes), even after a kill -9 of it.
-    if (config.shards.managed) process.once('disconnect', () => shutdown('the sharding manager is gone'));
   } catch (error) {
     logger.error('Herald could not start', { err: error });
     process.exit(1);

@@ -52,6 +52,7 @@ export {
   sameSecret,
   startOpsServer,
 } from './server.ts';
+export { type StandbyOpsOptions, standingBySentence, startStandbyOpsServer } from './standby.ts';
 export {
   type LiveView,
   liveOf,

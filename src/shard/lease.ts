@@ -172,7 +172,12 @@ export async function createShardLeases(db: Database, options: ShardLeaseOptions
  */
 export async function acquireShardLeases(
   leases: ShardLeases,
-  options: { readonly logger: Logger; readonly pollMs?: number },
+  options: {
+    readonly logger: Logger;
+    readonly pollMs?: number;
+    /** Called (and awaited) once, when this process first finds its shards held and begins to wait (who holds them). */
+    readonly onWaiting?: (holders: string) => void | Promise<void>;
+  },
 ): Promise<void> {
   const pollMs = options.pollMs ?? SHARD_LEASE_POLL_MS;
   const started = Date.now();
@@ -187,6 +192,7 @@ export async function acquireShardLeases(
       }
       return;
     }
+    if (saidAt === undefined) await options.onWaiting?.(holders.map(describeHolder).join('; '));
     if (saidAt === undefined || Date.now() - saidAt >= 60_000) {
       saidAt = Date.now();
       options.logger.warn(

@@ -5,10 +5,17 @@ import { createBudgetGuard, createBudgetStore } from '../budget/index.ts';
 import { prepareShardCacheFolders } from '../cache/index.ts';
 import { type Config, secretsOf } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { keepRecentProblems, type OpsServer, type StatusSource, startOpsServer } from '../ops/index.ts';
+import {
+  keepRecentProblems,
+  type OpsServer,
+  type StatusSource,
+  standingBySentence,
+  startOpsServer,
+} from '../ops/index.ts';
 import { type Database, openDatabase } from '../storage/index.ts';
 import { SHARD_PROCESSES_VARIABLE, shardIdsOf } from './config.ts';
 import { askEach } from './ipc.ts';
+import { createStandbys, spawnShards } from './standby.ts';
 import { mergeShardStatus } from './status.ts';
 
 /** What Discord says about starting sessions (`GET /gateway/bot`). */
@@ -85,20 +92,20 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   });
   // discord.js emits 'death' for a shard stopped on purpose too (kill(), without respawning it).
   let stopping = false;
+  const standbys = createStandbys(logger);
   manager.on('shardCreate', (shard) => {
     // What this machine's shards share (the audio cache's disk bound) is split among them.
     // discord.js types Shard#env as unknown; it is the object the shard's process gets as its environment.
     (shard.env as Record<string, string>)[SHARD_PROCESSES_VARIABLE] = String(ids.length);
     watchShard(shard, logger, () => stopping);
+    standbys.follow(shard);
   });
   if (config.cache.maxBytes > 0) {
     await prepareShardCacheFolders(config.cache.dir, { count, firstId: ids[0] ?? 0, logger });
   }
-  logger.info('starting shards', { count, ids: ids.join(','), spawnDelayMs: delay });
-  await manager.spawn({ amount: count, delay, timeout: options.readyTimeoutMs ?? 60_000 });
-  logger.info('every shard is ready', { count, ids: ids.join(',') });
-
   const shards = (): Shard[] => ids.map((id) => manager.shards.get(id)).filter((s) => s !== undefined);
+  // A shard standing by answers nothing yet (it has not built what it would answer with): the manager says why.
+  const running = (): number[] => ids.filter((id) => standbys.holders(id) === undefined);
   // The status page's budget and ledger: read from the database every shard writes, by a guard that only reads
   // (no owner: it reconciles nothing and reserves nothing).
   let db: Database | undefined;
@@ -122,7 +129,10 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
       budget: () => budget.status(),
       ledger: (since) => store.ledger({ since }),
       live: async () =>
-        mergeShardStatus(await askEach(manager.shards, ids, 'status', ASK_TIMEOUT_MS), problems.recent()),
+        mergeShardStatus(
+          await askEach(manager.shards, running(), 'status', ASK_TIMEOUT_MS),
+          problems.recent(),
+        ),
     };
   }
   const ops =
@@ -135,23 +145,37 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
           registry: {
             contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
             metrics: async () => {
-              const replies = await askEach(manager.shards, ids, 'metrics', ASK_TIMEOUT_MS);
+              const replies = await askEach(manager.shards, running(), 'metrics', ASK_TIMEOUT_MS);
               return AggregatorRegistry.aggregate(replies.flatMap((r) => (r.ok ? [r.value] : []))).metrics();
             },
           },
           readiness: async () => {
-            const replies = await askEach(manager.shards, ids, 'readiness', ASK_TIMEOUT_MS);
-            const checks = replies.map((r) => [
-              String(r.id),
-              r.ok ? r.value : { ready: false, detail: r.detail },
-            ]);
-            return { ready: replies.every((r) => r.ok && r.value.ready), shards: Object.fromEntries(checks) };
+            const replies = await askEach(manager.shards, running(), 'readiness', ASK_TIMEOUT_MS);
+            const checks = new Map<number, unknown>(
+              replies.map((r) => [r.id, r.ok ? r.value : { ready: false, detail: r.detail }]),
+            );
+            for (const id of ids) {
+              const holders = standbys.holders(id);
+              if (holders !== undefined)
+                checks.set(id, { ready: false, standingBy: true, detail: standingBySentence(holders) });
+            }
+            return {
+              ready: replies.length === ids.length && replies.every((r) => r.ok && r.value.ready),
+              shards: Object.fromEntries(ids.map((id) => [String(id), checks.get(id)])),
+            };
           },
           health: () => ({
             shards: Object.fromEntries(
               ids.map((id) => {
                 const shard = manager.shards.get(id);
-                return [String(id), !shard?.process ? 'down' : shard.ready ? 'ready' : 'starting'];
+                const state = !shard?.process
+                  ? 'down'
+                  : shard.ready
+                    ? 'ready'
+                    : standbys.holders(id) !== undefined
+                      ? 'standing by'
+                      : 'starting';
+                return [String(id), state];
               }),
             ),
           }),
@@ -160,27 +184,32 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
           logger: logger.child({ component: 'ops' }),
         });
 
-  return {
-    manager,
-    count,
-    ids,
-    ops,
-    async stop() {
-      stopping = true;
-      await ops?.close();
-      await Promise.all(
-        shards().map(async (shard) => {
-          const child = shard.process;
-          // kill() sends SIGTERM (Herald stops cleanly, within 10 s) and takes the respawn listener off first.
-          shard.kill();
-          if (child && child.exitCode === null && child.signalCode === null) {
-            await Promise.race([once(child, 'exit'), new Promise((resolve) => setTimeout(resolve, 12_000))]);
-          }
-        }),
-      );
-      await db?.close();
-    },
+  const stop = async (): Promise<void> => {
+    stopping = true;
+    await ops?.close();
+    await Promise.all(
+      shards().map(async (shard) => {
+        const child = shard.process;
+        // kill() sends SIGTERM (Herald stops cleanly, within 10 s) and takes the respawn listener off first.
+        shard.kill();
+        if (child && child.exitCode === null && child.signalCode === null) {
+          await Promise.race([once(child, 'exit'), new Promise((resolve) => setTimeout(resolve, 12_000))]);
+        }
+      }),
+    );
+    await db?.close();
   };
+
+  // The endpoint is up first, so that /healthz answers while shards start or stand by (/readyz says which).
+  logger.info('starting shards', { count, ids: ids.join(','), spawnDelayMs: delay });
+  try {
+    await spawnShards(manager, ids, { delayMs: delay, readyTimeoutMs: options.readyTimeoutMs ?? 60_000 });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  logger.info('every shard is ready', { count, ids: ids.join(',') });
+  return { manager, count, ids, ops, stop };
 }
 
 /** Logs a shard's life: started, ready, died (and so respawned) or stopped, and its errors. */

@@ -170,10 +170,29 @@ describe('npm start twice on one database', () => {
     await first.seen;
     await discord.untilReady();
     const sessions = discord.gatewaySessions().length;
-    const second = run(INDEX, [], env);
+    // The second has an ops endpoint: while it stands by, it says so there.
+    const second = run(INDEX, [], { ...env, METRICS_PORT: '0' });
     try {
       await second.until(/another Herald runs these shards/, 20_000);
-      expect(second.output()).toContain(`shard 0 of 1 on ${hostname()}, pid ${first.child.pid}`);
+      const holder = `shard 0 of 1 on ${hostname()}, pid ${first.child.pid}`;
+      expect(second.output()).toContain(holder);
+      await second.until(/"msg":"ops endpoint listening"/, 10_000);
+      const standby = second
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"msg":"ops endpoint listening"'))
+        .map((line) => (JSON.parse(line) as { url: string }).url)[0];
+      expect(await (await fetch(`${standby}/healthz`)).json()).toMatchObject({
+        status: 'ok',
+        standingBy: true,
+      });
+      const readiness = await fetch(`${standby}/readyz`);
+      expect(readiness.status).toBe(503);
+      expect(await readiness.json()).toEqual({
+        ready: false,
+        standingBy: true,
+        detail: expect.stringContaining(holder),
+      });
       // Waiting: no second gateway session, and one answer (the first's) to a command.
       expect(second.output()).not.toContain('"msg":"logged in"');
       expect(discord.gatewaySessions()).toHaveLength(sessions);
@@ -183,6 +202,9 @@ describe('npm start twice on one database', () => {
       await first.done;
       await second.until(/"msg":"logged in"/, 20_000);
       expect(second.output()).toContain('the shards are free: this process runs them now');
+      // The standby endpoint gave way to the process's own.
+      await expect(fetch(`${standby}/healthz`)).rejects.toThrow();
+      expect(second.output().match(/"msg":"ops endpoint listening"/g)).toHaveLength(2);
       await discord.untilReady();
       expect((await discord.slash(member, 'voices')).embeds[0]?.description).toContain('**Bella**');
       second.child.kill('SIGTERM');

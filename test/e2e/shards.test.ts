@@ -1,5 +1,5 @@
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { PermissionFlagsBits } from 'discord.js';
@@ -84,6 +84,14 @@ afterAll(async () => {
 
 /** Starts `npm run start:shards` (as its script; or `script`) and resolves once every shard is ready. */
 async function startGroup(databaseUrl: string, env: Record<string, string>, script = MAIN): Promise<Spawned> {
+  const group = spawnGroup(databaseUrl, env, script);
+  await group.until(/"msg":"every shard is ready"/, 120_000);
+  await discord.untilReady();
+  return group;
+}
+
+/** Starts `npm run start:shards` (or `script`) without waiting for it. */
+function spawnGroup(databaseUrl: string, env: Record<string, string>, script = MAIN): Spawned {
   const group = run(script, [], {
     ...heraldEnv(discord, tts, join(dir, 'unused.sqlite')),
     DATABASE_URL: databaseUrl,
@@ -94,8 +102,6 @@ async function startGroup(databaseUrl: string, env: Record<string, string>, scri
     ...env,
   });
   groups.push(group);
-  await group.until(/"msg":"every shard is ready"/, 120_000);
-  await discord.untilReady();
   return group;
 }
 
@@ -481,6 +487,49 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       );
     } finally {
       await stopGroup(four);
+    }
+  });
+
+  it('stands a second manager on the same shards by, saying so on its endpoint, and starts them when the first stops', async () => {
+    const url = await createDatabase((cluster as { url: string }).url);
+    tts.balanceUsd = 10;
+    const first = await startGroup(url, { SHARD_COUNT: '2' });
+    const sessions = discord.gatewaySessions().length;
+    const second = spawnGroup(url, { SHARD_COUNT: '2', METRICS_PORT: '0' });
+    try {
+      await second.until(/"msg":"shard stands by: another Herald runs it"/, 60_000);
+      const endpoint = linesOf(second).find((l) => l.msg === 'ops endpoint listening')?.url as string;
+      const health = (await (await fetch(`${endpoint}/healthz`)).json()) as { shards: unknown };
+      // Shard 1 starts after shard 0, which waits for the first manager's.
+      expect(health.shards).toEqual({ 0: 'standing by', 1: 'down' });
+      const readiness = await fetch(`${endpoint}/readyz`);
+      expect(readiness.status).toBe(503);
+      expect(((await readiness.json()) as { shards: Record<string, unknown> }).shards['0']).toEqual({
+        ready: false,
+        standingBy: true,
+        detail: expect.stringContaining(`shard 0 of 2 on ${hostname()}, pid ${pidOf(first, 0)}`),
+      });
+      // Standing by is neither a second session nor a second answer.
+      expect(discord.gatewaySessions()).toHaveLength(sessions);
+      expect(second.output()).not.toContain('"msg":"every shard is ready"');
+
+      await stopGroup(first);
+      await second.until(/"msg":"every shard is ready"/, 120_000);
+      expect(linesOf(second).filter((l) => l.msg === 'shard no longer stands by: it runs now')).toHaveLength(
+        1,
+      );
+      expect((await fetch(`${endpoint}/readyz`)).status).toBe(200);
+      await discord.untilReady();
+      const server = servers[0] as Server;
+      const reply = await discord.slash(
+        server.members[0] as Member,
+        'speak',
+        { text: TEN },
+        { channel: server.text },
+      );
+      expect(reply.content).toMatch(ACCEPTED);
+    } finally {
+      await stopGroup(second);
     }
   });
 
