@@ -49,7 +49,9 @@ export type ShardView =
       /** Servers where it is in voice. */
       readonly sessions: number;
     }
-  | { readonly id: number; readonly status: 'silent'; readonly detail: string };
+  | { readonly id: number; readonly status: 'silent'; readonly detail: string }
+  /** Waiting for its lease while another Herald runs the shard (`detail`: who). */
+  | { readonly id: number; readonly status: 'standing-by'; readonly detail: string };
 
 /** What is happening now, as the status page shows it. */
 export interface LiveView {

@@ -218,7 +218,9 @@ function shardsTable(shards: readonly ShardView[]): string {
     .map((shard) =>
       shard.status === 'answered'
         ? `<tr data-shard="${shard.id}" data-state="answered" data-gateway="${shard.gatewayConnected ? 'connected' : 'not-connected'}"><td>${shard.id}</td><td class="${shard.gatewayConnected ? 'ok' : 'bad'}">${shard.gatewayConnected ? 'connected' : 'not connected'}</td><td>${shard.sessions}</td></tr>`
-        : `<tr data-shard="${shard.id}" data-state="silent"><td>${shard.id}</td><td class="bad" colspan="2">no answer: ${escapeHtml(shard.detail)}</td></tr>`,
+        : shard.status === 'standing-by'
+          ? `<tr data-shard="${shard.id}" data-state="standing-by"><td>${shard.id}</td><td colspan="2">${escapeHtml(shard.detail)}</td></tr>`
+          : `<tr data-shard="${shard.id}" data-state="silent"><td>${shard.id}</td><td class="bad" colspan="2">no answer: ${escapeHtml(shard.detail)}</td></tr>`,
     )
     .join('\n');
   return `<table id="shards"><thead><tr><th>Shard</th><th>Gateway</th><th>Voice channels</th></tr></thead>

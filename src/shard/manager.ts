@@ -128,11 +128,17 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
     status = {
       budget: () => budget.status(),
       ledger: (since) => store.ledger({ since }),
-      live: async () =>
-        mergeShardStatus(
-          await askEach(manager.shards, running(), 'status', ASK_TIMEOUT_MS),
-          problems.recent(),
-        ),
+      live: async () => {
+        const standing = new Map(
+          ids.flatMap((id) => {
+            const holders = standbys.holders(id);
+            return holders === undefined ? [] : [[id, standingBySentence(holders)] as const];
+          }),
+        );
+        const asked = ids.filter((id) => !standing.has(id));
+        const replies = await askEach(manager.shards, asked, 'status', ASK_TIMEOUT_MS);
+        return mergeShardStatus(replies, problems.recent(), standing);
+      },
     };
   }
   const ops =

@@ -11,23 +11,31 @@ export const PROBLEMS_SHOWN = 20;
 
 /**
  * Merges the shards' replies (in shard order) and the manager's own problems into one view: each session and
- * problem says its shard, each shard says what it answered or why it did not, and the gateway counts as
- * connected only when every shard answered that its own is.
+ * problem says its shard, each shard says what it answered, why it did not, or that it stands by, and the gateway
+ * counts as connected only when every shard answered that its own is.
  */
 export function mergeShardStatus(
   replies: readonly ShardReply<ShardStatus>[],
   managerProblems: readonly RecentProblem[],
+  /** Shards not asked, standing by for their leases: id → what to say (who runs them meanwhile). */
+  standingBy: ReadonlyMap<number, string> = new Map(),
 ): LiveView {
-  const shards: ShardView[] = replies.map((reply) =>
-    reply.ok
+  const shardIds = [...new Set([...replies.map((reply) => reply.id), ...standingBy.keys()])].sort(
+    (a, b) => a - b,
+  );
+  const replyOf = new Map(replies.map((reply) => [reply.id, reply]));
+  const shards: ShardView[] = shardIds.map((id): ShardView => {
+    const reply = replyOf.get(id);
+    if (!reply) return { id, status: 'standing-by', detail: standingBy.get(id) ?? '' };
+    return reply.ok
       ? {
           id: reply.id,
           status: 'answered',
           gatewayConnected: reply.value.gatewayConnected,
           sessions: reply.value.sessions.length,
         }
-      : { id: reply.id, status: 'silent', detail: reply.detail },
-  );
+      : { id: reply.id, status: 'silent', detail: reply.detail };
+  });
   const answered = replies.flatMap((reply) => (reply.ok ? [{ id: reply.id, ...reply.value }] : []));
   const problems = [
     ...managerProblems.map((problem) => ({ ...problem, shard: 'manager' as const })),

@@ -509,6 +509,9 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
         standingBy: true,
         detail: expect.stringContaining(`shard 0 of 2 on ${hostname()}, pid ${pidOf(first, 0)}`),
       });
+      expect(await (await fetch(`${endpoint}/`)).text()).toContain(
+        '<tr data-shard="0" data-state="standing-by">',
+      );
       // Standing by is neither a second session nor a second answer.
       expect(discord.gatewaySessions()).toHaveLength(sessions);
       expect(second.output()).not.toContain('"msg":"every shard is ready"');

@@ -169,9 +169,17 @@ describe('renderStatusPage', () => {
       shards: [
         { id: 0, status: 'answered', gatewayConnected: true, sessions: 1 },
         { id: 1, status: 'silent', detail: 'shard 1 did not answer within 5000 ms <x>' },
+        {
+          id: 2,
+          status: 'standing-by',
+          detail: 'Standing by: another Herald runs these shards (shard 2 of 3 on b).',
+        },
       ],
     });
-    expect(html).toContain('1 of 2 shards connected');
+    expect(html).toContain('1 of 3 shards connected');
+    expect(html).toContain(
+      '<tr data-shard="2" data-state="standing-by"><td>2</td><td colspan="2">Standing by: another Herald runs these shards (shard 2 of 3 on b).</td></tr>',
+    );
     expect(html).toMatch(/<tr data-shard="0" data-state="answered" data-gateway="connected">/);
     expect(html).toMatch(
       /<tr data-shard="1" data-state="silent">.*no answer: shard 1 did not answer within 5000 ms &#60;x&#62;/,

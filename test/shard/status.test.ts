@@ -68,6 +68,24 @@ describe('mergeShardStatus', () => {
     expect(live.shards?.[0]).toMatchObject({ status: 'answered', gatewayConnected: true });
   });
 
+  it('lists a shard standing by in its place, saying who runs it, and not as connected', () => {
+    const live = mergeShardStatus(
+      [answered(0), answered(2)],
+      [],
+      new Map([[1, 'Standing by: another Herald runs these shards (shard 1 of 3 on b, pid 7).']]),
+    );
+    expect(live.shards).toEqual([
+      { id: 0, status: 'answered', gatewayConnected: true, sessions: 0 },
+      {
+        id: 1,
+        status: 'standing-by',
+        detail: 'Standing by: another Herald runs these shards (shard 1 of 3 on b, pid 7).',
+      },
+      { id: 2, status: 'answered', gatewayConnected: true, sessions: 0 },
+    ]);
+    expect(live.gatewayConnected).toBe(false);
+  });
+
   it('keeps the newest problems only, and is not connected with no shard at all', () => {
     const many = Array.from({ length: PROBLEMS_SHOWN }, (_, i) => problem(i, `p${i}`));
     const live = mergeShardStatus([answered(0, { problems: many }), answered(1, { problems: many })], []);
