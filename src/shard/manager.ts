@@ -105,7 +105,14 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   }
   const shards = (): Shard[] => ids.map((id) => manager.shards.get(id)).filter((s) => s !== undefined);
   // A shard standing by answers nothing yet (it has not built what it would answer with): the manager says why.
-  const running = (): number[] => ids.filter((id) => standbys.holders(id) === undefined);
+  const standingNow = (): Map<number, string> =>
+    new Map(
+      ids.flatMap((id) => {
+        const holders = standbys.holders(id);
+        return holders === undefined ? [] : [[id, standingBySentence(holders)] as const];
+      }),
+    );
+  const running = (standing: ReadonlyMap<number, string>): number[] => ids.filter((id) => !standing.has(id));
   // The status page's budget and ledger: read from the database every shard writes, by a guard that only reads
   // (no owner: it reconciles nothing and reserves nothing).
   let db: Database | undefined;
@@ -129,14 +136,8 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
       budget: () => budget.status(),
       ledger: (since) => store.ledger({ since }),
       live: async () => {
-        const standing = new Map(
-          ids.flatMap((id) => {
-            const holders = standbys.holders(id);
-            return holders === undefined ? [] : [[id, standingBySentence(holders)] as const];
-          }),
-        );
-        const asked = ids.filter((id) => !standing.has(id));
-        const replies = await askEach(manager.shards, asked, 'status', ASK_TIMEOUT_MS);
+        const standing = standingNow();
+        const replies = await askEach(manager.shards, running(standing), 'status', ASK_TIMEOUT_MS);
         return mergeShardStatus(replies, problems.recent(), standing);
       },
     };
@@ -151,20 +152,24 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
           registry: {
             contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
             metrics: async () => {
-              const replies = await askEach(manager.shards, running(), 'metrics', ASK_TIMEOUT_MS);
+              const replies = await askEach(
+                manager.shards,
+                running(standingNow()),
+                'metrics',
+                ASK_TIMEOUT_MS,
+              );
               return AggregatorRegistry.aggregate(replies.flatMap((r) => (r.ok ? [r.value] : []))).metrics();
             },
           },
           readiness: async () => {
-            const replies = await askEach(manager.shards, running(), 'readiness', ASK_TIMEOUT_MS);
-            const checks = new Map<number, unknown>(
-              replies.map((r) => [r.id, r.ok ? r.value : { ready: false, detail: r.detail }]),
-            );
-            for (const id of ids) {
-              const holders = standbys.holders(id);
-              if (holders !== undefined)
-                checks.set(id, { ready: false, standingBy: true, detail: standingBySentence(holders) });
-            }
+            const standing = standingNow();
+            const replies = await askEach(manager.shards, running(standing), 'readiness', ASK_TIMEOUT_MS);
+            const checks = new Map<number, unknown>([
+              ...replies.map((r) => [r.id, r.ok ? r.value : { ready: false, detail: r.detail }] as const),
+              ...[...standing].map(
+                ([id, detail]) => [id, { ready: false, standingBy: true, detail }] as const,
+              ),
+            ]);
             return {
               ready: replies.length === ids.length && replies.every((r) => r.ok && r.value.ready),
               shards: Object.fromEntries(ids.map((id) => [String(id), checks.get(id)])),
