@@ -41,9 +41,10 @@ export interface BenchOptions {
    * Herald's nice value (default {@link HERALD_NICE}). The emulated Discord, its members and the TTS service share
    * this machine with Herald, where on Discord they have machines of their own and take none of its CPU: with
    * Herald ahead of them (below 0) its audio cycle runs when it falls due and they take what it leaves, as the
-   * voice receiver (nice −10) is ahead of both; at 0 they compete as equals, and at 1,000 servers on a slow host
-   * the world's start-up work made 72–80 % of packets late where Herald ahead made 9–22 % (the notebook,
-   * 2026-11-27 evening). Above 0 the world goes first. Setting it below 0 needs root.
+   * voice receiver (nice −15) is ahead of both; at 0 they compete as equals, and at 1,000 servers on a slow host
+   * the world's start-up work made 72–80 % of packets late where Herald at −5 made 9–22 % (the notebook,
+   * 2026-11-27 evening); at 750, −10 was less late than −5 in four pairs of four (the notebook, 2026-11-27 night).
+   * Above 0 the world goes first. Setting it below 0 needs root.
    */
   readonly heraldNice?: number;
   /**
@@ -300,9 +301,9 @@ export interface BenchResult {
 }
 
 /** Herald's default nice value in the benchmark (see BenchOptions.heraldNice): ahead of the emulated world. */
-export const HERALD_NICE = -5;
+export const HERALD_NICE = -10;
 /** See {@link BenchOptions.receiverNice}: ahead of every other thread here (setting it below 0 needs root). */
-export const RECEIVER_NICE = -10;
+export const RECEIVER_NICE = -15;
 /** See {@link BenchOptions.receiverNapMs}: 2 ms, a twentieth of the 40 ms that makes a packet late. */
 export const RECEIVER_NAP_MS = 2;
 /** See {@link BenchOptions.ttsWriteEveryMs}: at 4× real time, 80 ms of audio (4 pages) a write. */
