@@ -192,12 +192,13 @@ export async function acquireShardLeases(
       }
       return;
     }
-    if (saidAt === undefined) await options.onWaiting?.(holders.map(describeHolder).join('; '));
+    const described = holders.map(describeHolder).join('; ');
+    if (saidAt === undefined) await options.onWaiting?.(described);
     if (saidAt === undefined || Date.now() - saidAt >= 60_000) {
       saidAt = Date.now();
       options.logger.warn(
         'another Herald runs these shards: this process waits and starts when they are free (two processes on one shard would both answer its members and both pay)',
-        { holders: holders.map(describeHolder).join('; '), waitedMs: Date.now() - started },
+        { holders: described, waitedMs: Date.now() - started },
       );
     }
     await delay(pollMs);

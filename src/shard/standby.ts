@@ -5,21 +5,20 @@
  * ShardingManager; the manager (`spawnShards`) then neither gives up on it after the ready timeout, which counts
  * from when the shard runs its shards, nor asks it what it cannot answer yet, and `/readyz` says why it waits.
  */
+
 import type { Shard, ShardingManager } from 'discord.js';
 import { type Config, secretsOf } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { type OpsServer, startStandbyOpsServer } from '../ops/index.ts';
+import type { ManagerChannel } from './ipc.ts';
 
 /** Shard process → manager: where the shard stands. */
 type PhaseMessage =
   | { readonly heraldShard: 'standing-by'; readonly holders: string }
   | { readonly heraldShard: 'running' };
 
-/** The end of the IPC channel a shard process speaks on: `process`, unless a test gives another. */
-export interface ManagerLine {
-  send?: NodeJS.Process['send'];
-  readonly connected: boolean;
-}
+/** The end of the IPC channel a shard process speaks on (ipc.ts's, which it also answers on). */
+export type ManagerLine = Pick<ManagerChannel, 'send' | 'connected'>;
 
 /** In a shard process: tells the manager it stands by (`holders`: who runs its shards) or runs them. */
 export function tellManager(
