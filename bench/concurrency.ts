@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import type { CapturedFrame, DiscordEmulator } from '../emulators/discord/index.ts';
+import type { CapturedFrame, DiscordEmulator, HeldBy } from '../emulators/discord/index.ts';
 import { round, type Server, sleep, utteranceOf } from './common.ts';
 import { cpuMsByThreadName, cpuMsByThreadNameSince, cpuMsSince } from './cpu-time.ts';
 import type { HeraldProcess } from './herald-process.ts';
@@ -20,6 +20,8 @@ export async function speakAll(
   receiverNapMs: number,
   speakSpreadMs: number,
   holdPackets: boolean,
+  /** A built held-reader (buildHeldReader) to hold the packets with, if any. */
+  heldReader: string | undefined,
 ): Promise<ConcurrencyStep> {
   const text = utteranceOf(audioSeconds);
   for (const server of servers) discord.voice(server.guild).clear();
@@ -27,7 +29,7 @@ export async function speakAll(
   // take this machine's cores from Herald and delay the very arrival times measured (P1–P3 and P6 decrypt).
   discord.setMembersDecrypt(false);
   discord.setReceiverNap(receiverNapMs);
-  if (holdPackets) discord.holdVoicePackets();
+  if (holdPackets) discord.holdVoicePackets(heldReader);
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   const cpuBefore = herald.cpuMs();
@@ -45,6 +47,7 @@ export async function speakAll(
     faults: number;
     worldCpuMs: number;
     worldThreads: ReturnType<typeof cpuMsByThreadNameSince>;
+    heldBy: HeldBy | undefined;
   };
   const cpuAt: number[] = [cpuBefore];
   const sampler = setInterval(() => {
@@ -76,17 +79,22 @@ export async function speakAll(
     clearInterval(cpuSampler);
     loop.disable();
     // Read before the held packets are captured: that work comes after the streams, when nothing plays.
-    ended = {
-      cpuMs: herald.cpuMs() - cpuBefore,
-      faults: herald.minorFaults() - faultsBefore,
-      worldCpuMs: cpuMsSince(worldBefore),
-      worldThreads: cpuMsByThreadNameSince(worldThreadsBefore),
-    };
+    const cpuMs = herald.cpuMs() - cpuBefore;
+    const faults = herald.minorFaults() - faultsBefore;
+    const worldThreads = cpuMsByThreadNameSince(worldThreadsBefore);
+    let worldCpuMs = cpuMsSince(worldBefore);
+    const heldBy = holdPackets ? (await discord.heldVoicePackets()).reader : undefined;
+    if (heldBy?.by === 'native') {
+      // A process of its own, started for this step: all it spent is this step's, and the world's.
+      worldCpuMs += heldBy.cpuMs;
+      worldThreads.set('voice-receiver', (worldThreads.get('voice-receiver') ?? 0) + heldBy.cpuMs);
+    }
+    ended = { cpuMs, faults, worldCpuMs, worldThreads, heldBy };
     if (holdPackets) await discord.releaseVoicePackets();
     discord.setMembersDecrypt(true);
     discord.setReceiverNap(0);
   }
-  const { cpuMs, faults, worldCpuMs, worldThreads } = ended;
+  const { cpuMs, faults, worldCpuMs, worldThreads, heldBy } = ended;
   const receiveBufferDrops = udpReceiveBufferErrors() - dropsBefore;
   let packets = 0;
   let late = 0;
@@ -154,6 +162,7 @@ export async function speakAll(
     rejectedPackets: discord.rejectedVoicePackets - rejectedBefore,
     receiveBufferDrops,
     receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
+    heldBy,
     bySecond: {
       late: Array.from(lateBySecond, (count) => count ?? 0),
       lateInStream: Array.from(lateByStreamSecond, (count) => count ?? 0),

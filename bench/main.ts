@@ -2,7 +2,7 @@
  * `npm run bench`: every figure of issue 14 in one run, printed as a table and written to
  * bench/results/<date>T<time>-<commit>-<one-process or N-shards>.json. `npm run bench -- --quick` runs at tiny scale (seconds, for a loaded
  * development machine); `--servers=50,100` overrides the P4 ladder, `--all-steps` climbs it past the first step
- * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards; by default twice the cores, or one process with `--quick`; `--shards=0`: one process, as npm start with SHARD_COUNT=1), `--nice=N` runs Herald at that nice value (default -10: ahead of the emulated world, which on Discord is other machines; 0: as equals; above 0 the world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -15), `--receiver-nap=MS` has it read the socket every MS while traffic is light in P4 (default 2; 0: it wakes for each packet), `--receiver-hold=off` has it hand P4's packets to the emulator's main thread as they come (by default it holds them, timed on arrival, until the step is over), `--speak-spread=MS` (a diagnostic) sends P4's `/speak` evenly over MS rather than at the same moment, `--repeat=N` runs each P4 step N times and reports its median run, `--malloc=jemalloc|glibc` the memory allocator Herald runs on (default jemalloc when installed, preloaded as the container image does), `--dave=off` has the emulated Discord decline DAVE (to show its cost; by default every figure is under it), `--tts-thread=off` runs the emulated TTS service on the emulated Discord's main thread (by default it has a thread of its own), `--tts-write-every=MS` how often at most the emulated TTS service writes in P4 and P6 (default 20; 0: every Ogg page alone, as in P1–P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
+ * with >1 % late packets, `--cold=N` sets the P6 burst, `--baseline=10,20` the peer baseline's ladder, `--pause=MS` Herald's UTTERANCE_PAUSE_MS (P3), `--shards=N` runs Herald as N shard processes (npm run start:shards; by default twice the cores, or one process with `--quick`; `--shards=0`: one process, as npm start with SHARD_COUNT=1), `--nice=N` runs Herald at that nice value (default -10: ahead of the emulated world, which on Discord is other machines; 0: as equals; above 0 the world goes first), `--receiver-nice=N` sets the voice receiver thread's (default -15), `--receiver-nap=MS` has it read the socket every MS while traffic is light in P4 (default 2; 0: it wakes for each packet), `--receiver-hold=off` has it hand P4's packets to the emulator's main thread as they come (by default it holds them, timed on arrival, until the step is over), `--receiver-native=off` has that thread hold them itself rather than a native reader built from emulators/discord/held-reader.c (by default where a C compiler is), `--speak-spread=MS` (a diagnostic) sends P4's `/speak` evenly over MS rather than at the same moment, `--repeat=N` runs each P4 step N times and reports its median run, `--malloc=jemalloc|glibc` the memory allocator Herald runs on (default jemalloc when installed, preloaded as the container image does), `--dave=off` has the emulated Discord decline DAVE (to show its cost; by default every figure is under it), `--tts-thread=off` runs the emulated TTS service on the emulated Discord's main thread (by default it has a thread of its own), `--tts-write-every=MS` how often at most the emulated TTS service writes in P4 and P6 (default 20; 0: every Ogg page alone, as in P1–P3), `--seconds=S` the audio per server, `--herald-log=FILE` keeps Herald's log (`--log-level=info|debug` for more than warnings), `--node-flags="..."` passes Node/V8 flags to Herald's process, `--cpu-prof` writes
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -42,6 +42,7 @@ const options: BenchOptions = {
   ...(flag('receiver-nice') ? { receiverNice: Number(flag('receiver-nice')) } : {}),
   ...(flag('receiver-nap') ? { receiverNapMs: Number(flag('receiver-nap')) } : {}),
   ...(flag('receiver-hold') === 'off' ? { holdPackets: false } : {}),
+  ...(flag('receiver-native') === 'off' ? { nativeReader: false } : {}),
   ...(flag('tts-thread') === 'off' ? { ttsThread: false } : {}),
   ...(flag('speak-spread') ? { speakSpreadMs: Number(flag('speak-spread')) } : {}),
   ...(flag('tts-write-every') ? { ttsWriteEveryMs: Number(flag('tts-write-every')) } : {}),
@@ -88,7 +89,11 @@ function formatTable(r: BenchResult): string {
       `nice ${m.receiverNice ?? 'as the bench process'}; ${napLine(r.options.receiverNapMs ?? RECEIVER_NAP_MS)}; ${
         r.options.holdPackets === false
           ? 'hands P4’s packets to the emulator’s main thread as they come'
-          : 'holds P4’s packets, timed on arrival, until the step’s streams are over'
+          : `holds P4’s packets, timed on arrival, until the step’s streams are over; ${
+              m.nativeReader === 'built'
+                ? 'a native reader (recvmmsg, kernel arrival times) reads them in its stead'
+                : `read by the thread itself (native reader ${m.nativeReader})`
+            }`
       }`,
     ],
     [

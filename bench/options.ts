@@ -3,6 +3,7 @@
  * shape of its result (the JSON it writes). `bench.ts` runs it.
  */
 import { cpus } from 'node:os';
+import type { HeldBy } from '../emulators/discord/index.ts';
 import type { runBaseline } from './baseline.ts';
 
 /** What to run; {@link QUICK} and {@link FULL} are the two presets. */
@@ -67,6 +68,14 @@ export interface BenchOptions {
    * cores; on Discord the media server is another machine. Arrival times are taken as before, on arrival.
    */
   readonly holdPackets?: boolean;
+  /**
+   * While P4's packets are held, a native reader reads the voice socket in the receiving thread's stead (default
+   * true where a C compiler builds emulators/discord/held-reader.c): recvmmsg, 256 datagrams a call, for about 1.4
+   * µs of CPU a packet where Node's dgram takes about 8 (at 1,000 streams, 0.3 ms per stream-second of the cores
+   * Herald is measured on, which a media server on its own machine does not take), and the kernel times each
+   * packet's arrival, however late the reader runs. Its CPU counts as the world's (`voice-receiver`).
+   */
+  readonly nativeReader?: boolean;
   /**
    * The emulated TTS service runs on a thread of its own (default true), as on Discord it is another company's
    * machines; false: on the emulated Discord's main thread, where its writes to every download (one every 20 ms
@@ -184,12 +193,15 @@ export interface ConcurrencyStep {
   /**
    * The same by thread, ms per stream-second (Linux): `main` (emulated Discord's gateway, REST and interactions,
    * the voice server's decryption and capture; the TTS service too with `ttsThread: false`), `tts-service` (the
-   * TTS service's own thread), `voice-receiver` (the UDP socket), `dave-members` (the members' MLS clients),
+   * TTS service's own thread), `voice-receiver` (the UDP socket: the receiving thread, and the native reader's
+   * process while it holds P4's packets), `dave-members` (the members' MLS clients),
    * `V8 helpers` (garbage collection and compilation threads), `other`.
    */
   readonly worldCpuByThread: Readonly<Record<string, number>>;
   /** p99 event-loop delay of the bench process (the emulated Discord): high values mean the receiver lagged. */
   readonly receiverLoopP99Ms: number;
+  /** Who held the step's packets (see {@link BenchOptions.nativeReader}); undefined when none were held. */
+  readonly heldBy: HeldBy | undefined;
   /**
    * Late packets by the second of the step they arrived in (0: the first second after the members asked), and
    * Herald's CPU in each second (ms): whether lateness comes with the downloads and joins at the start or later.
@@ -234,6 +246,8 @@ export interface BenchResult {
     readonly loadAverageAtEnd: readonly number[];
     /** The voice packets' receiving thread's nice value as set, or why it could not be set. */
     readonly receiverNice: number | string | undefined;
+    /** The native reader of held packets ({@link BenchOptions.nativeReader}): built, off, or why it could not be. */
+    readonly nativeReader: string;
     /** Herald's nice value as set (its main process; shard processes inherit it), or why it could not be set. */
     readonly heraldNice: number | string | undefined;
     /** The allocators mapped into Herald's processes, read from /proc once they were up (e.g. `jemalloc`). */

@@ -38,6 +38,7 @@ export type { Heard, Hearing, VoiceCapture } from './capture.ts';
 export { describeHearing, hear, hearingOf, intervalStats } from './capture.ts';
 export type { DaveEvent } from './dave-protocol.ts';
 export { type IdentifyRecord, type SessionView as GatewaySession, shardOf } from './gateway.ts';
+export { buildHeldReader } from './held-reader.ts';
 export type { RestCall } from './rest.ts';
 export type { EncryptionMode } from './rtp.ts';
 export type {
@@ -54,6 +55,7 @@ export type {
   SentMessage,
 } from './types.ts';
 export { APPLICATION_FLAGS } from './types.ts';
+export type { HeldBy, HeldSummary } from './udp-receiver.ts';
 export type { CapturedFrame } from './voice.ts';
 
 /** Starts the emulator on loopback (REST + gateway on one port, voice on a TLS port and a UDP port). */
@@ -393,7 +395,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       membersDecrypt = on;
     },
     setReceiverNap: (ms) => voice.setReceiverNap(ms),
-    holdVoicePackets: () => voice.holdPackets(),
+    holdVoicePackets: (reader) => voice.holdPackets(reader),
     heldVoicePackets: () => voice.heldPackets(),
     releaseVoicePackets: () => voice.releasePackets(),
     faults: {

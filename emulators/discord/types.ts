@@ -4,8 +4,9 @@ import type { VoiceCapture } from './capture.ts';
 import type { DaveGroup } from './dave-group.ts';
 import type { DaveEvent } from './dave-protocol.ts';
 import type { IdentifyRecord, SessionView } from './gateway.ts';
+import type { buildHeldReader } from './held-reader.ts';
 import type { RestCall } from './rest.ts';
-import type { HeldSummary } from './udp-receiver.ts';
+import type { HeldSummary, UdpReceiver } from './udp-receiver.ts';
 
 /** Arbitrary JSON the bot sent (embeds, components, commands); tests index into it freely. */
 // biome-ignore lint/suspicious/noExplicitAny: JSON the bot sent, read by tests without ceremony.
@@ -286,9 +287,11 @@ export interface DiscordEmulator {
    * Holds every voice packet on the receiving thread from now on, with its arrival time, until
    * {@link releaseVoicePackets}: while held no packet costs the emulator's main thread anything, and no capture sees
    * it. For benchmarks of hundreds of streams, where that thread shares the bot's cores; released packets are
-   * captured as when members do not decrypt, mapped to the voice sessions as they stand when released.
+   * captured as when members do not decrypt, mapped to the voice sessions as they stand when released. With
+   * `reader`, a program built by {@link buildHeldReader}, that program reads the socket meanwhile (see
+   * {@link UdpReceiver.hold}); {@link heldVoicePackets} says who holds them.
    */
-  holdVoicePackets(): void;
+  holdVoicePackets(reader?: string): void;
   /** What is held: packets, distinct SSRCs, and the last arrival (`performance.now()`; undefined: none). */
   heldVoicePackets(): Promise<HeldSummary>;
   /** Captures every held packet, in arrival order, and stops holding. */

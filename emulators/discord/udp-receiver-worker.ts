@@ -10,6 +10,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
+import { type HeldReader, startHeldReader } from './held-reader.ts';
 import { discoveryReply, isDiscoveryRequest, isVoicePacket } from './ip-discovery.ts';
 
 /** Worker → main thread. */
@@ -36,12 +37,16 @@ export type FromReceiver =
       readonly packets: number;
       readonly sources: number;
       readonly lastAt: number;
+      /** Who holds them: this thread, or the native reader (held-reader.c), with why not when one was asked for. */
+      readonly reader: HeldBy;
     }
   /** Every datagram held has been posted (as `packets` messages before this one), and none is held any longer. */
-  | { readonly t: 'released' };
+  | { readonly t: 'released' }
+  /** A `summary` or `release` could not be answered: the native reader failed, and what it held is lost. */
+  | { readonly t: 'failed'; readonly message: string };
 
+if (!parentPort) throw new Error('udp-receiver-worker.ts runs as a worker thread');
 const port = parentPort;
-if (!port) throw new Error('udp-receiver-worker.ts runs as a worker thread');
 const { receiveBufferBytes, nice } = workerData as { receiveBufferBytes: number; nice: number | undefined };
 
 /**
@@ -126,8 +131,14 @@ class Held {
     this.#sources.add(packet.readUInt32BE(8));
   }
 
-  summary(): FromReceiver {
-    return { t: 'held', packets: this.#packets, sources: this.#sources.size, lastAt: this.#lastAt };
+  summary(nativeUnavailable: string | undefined): FromReceiver {
+    return {
+      t: 'held',
+      packets: this.#packets,
+      sources: this.#sources.size,
+      lastAt: this.#lastAt,
+      reader: nativeUnavailable === undefined ? { by: 'thread' } : { by: 'thread', nativeUnavailable },
+    };
   }
 
   /** Posts every chunk, in arrival order, then `released`. */
@@ -141,9 +152,9 @@ class Held {
         at: chunk.at.slice(0, chunk.count),
         held: true,
       };
-      port?.postMessage(message, [bytes.buffer]);
+      port.postMessage(message, [bytes.buffer]);
     }
-    port?.postMessage({ t: 'released' } satisfies FromReceiver);
+    port.postMessage({ t: 'released' } satisfies FromReceiver);
   }
 }
 let held: Held | undefined;
@@ -170,12 +181,21 @@ socket.on('message', (message, remote) => {
   pending.at.push(at);
 });
 
+/** Who holds the datagrams (see {@link FromReceiver}'s `held`). */
+export type HeldBy =
+  | { readonly by: 'thread'; readonly nativeUnavailable?: string }
+  /** `cpuMs`: what the reader's process has spent, which no thread of this process counts. */
+  | { readonly by: 'native'; readonly cpuMs: number };
+
 /** Main thread → worker. */
 export type ToReceiver =
   | { readonly t: 'close' }
   | { readonly t: 'nap'; readonly ms: number }
-  /** Hold datagrams from now on; `summary`: say what is held; `release`: post them all and stop holding. */
-  | { readonly t: 'hold' }
+  /**
+   * Hold datagrams from now on (with `reader`, a built held-reader.c, that program reads the socket meanwhile);
+   * `summary`: say what is held; `release`: post them all and stop holding.
+   */
+  | { readonly t: 'hold'; readonly reader?: string }
   | { readonly t: 'summary' }
   | { readonly t: 'release' };
 
@@ -184,13 +204,19 @@ export type ToReceiver =
  * libuv reads from a socket at once (32), the thread sleeps `napMs`, so the kernel queues what arrives meanwhile
  * instead of waking this thread for each one.
  */
+/** The native reader, while it holds the datagrams in this thread's stead. */
+let native: HeldReader | undefined;
+/** Why the native reader asked for could not hold them. */
+let nativeUnavailable: string | undefined;
+
 const LIBUV_READS_PER_TURN = 32;
 const napCell = new Int32Array(new SharedArrayBuffer(4));
 let napMs = 0;
 let napping = false;
 let takenThisTurn = 0;
 const nap = (): void => {
-  if (napMs <= 0) {
+  // While the native reader holds the socket this thread reads nothing, and need not wake.
+  if (napMs <= 0 || native) {
     napping = false;
     return;
   }
@@ -198,32 +224,117 @@ const nap = (): void => {
   takenThisTurn = 0;
   setImmediate(nap);
 };
+const startNapping = (): void => {
+  if (napMs > 0 && !napping && !native) {
+    napping = true;
+    setImmediate(nap);
+  }
+};
 
-port.on('message', (message: ToReceiver) => {
+/**
+ * The socket's libuv handle, through Node's internals (its file descriptor, and reading stopped and started):
+ * dgram has no public way to lend its socket to another process. Undefined where these are not as expected.
+ */
+function socketHandle(): { fd: number; recvStop(): number; recvStart(): number } | undefined {
+  const state = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === 'state symbol');
+  const handle = state && (socket as unknown as Record<symbol, { handle?: unknown }>)[state]?.handle;
+  const h = handle as { fd?: unknown; recvStop?: unknown; recvStart?: unknown } | undefined;
+  return h &&
+    typeof h.fd === 'number' &&
+    h.fd >= 0 &&
+    typeof h.recvStop === 'function' &&
+    typeof h.recvStart === 'function'
+    ? (h as { fd: number; recvStop(): number; recvStart(): number })
+    : undefined;
+}
+
+/** Has `reader` (a built held-reader.c) read the socket from now on; false, with why, when it cannot. */
+async function holdNatively(reader: string): Promise<boolean> {
+  const handle = socketHandle();
+  if (!handle) {
+    nativeUnavailable =
+      "this Node's dgram does not lend its socket (no handle with fd, recvStop and recvStart)";
+    return false;
+  }
+  handle.recvStop();
+  try {
+    native = await startHeldReader(reader, handle.fd, napMs);
+    return true;
+  } catch (error) {
+    handle.recvStart();
+    nativeUnavailable = `the native reader did not start (${error instanceof Error ? error.message : String(error)})`;
+    return false;
+  }
+}
+
+async function handle(message: ToReceiver): Promise<void> {
   switch (message.t) {
     case 'close':
+      native?.kill();
       socket.close(() => process.exit(0));
       return;
     case 'hold':
       // What arrived before is handed over first, in order.
       flush();
-      held ??= new Held();
+      if (held || native) return;
+      nativeUnavailable = undefined;
+      if (message.reader && (await holdNatively(message.reader))) return;
+      held = new Held();
       return;
-    case 'summary':
-      port.postMessage((held ?? new Held()).summary());
+    case 'summary': {
+      if (native) {
+        const s = await native.summary();
+        port.postMessage({
+          t: 'held',
+          packets: s.packets,
+          sources: s.sources,
+          lastAt: s.lastAt,
+          reader: { by: 'native', cpuMs: s.cpuMs },
+        } satisfies FromReceiver);
+        return;
+      }
+      port.postMessage((held ?? new Held()).summary(nativeUnavailable));
       return;
+    }
     case 'release':
+      if (native) {
+        const { chunks } = await native.release(Held.CHUNK_PACKETS);
+        native = undefined;
+        socketHandle()?.recvStart();
+        startNapping();
+        for (const chunk of chunks) {
+          const message: FromReceiver = { t: 'packets', ...chunk, held: true };
+          port.postMessage(message, [chunk.bytes.buffer]);
+        }
+        port.postMessage({ t: 'released' } satisfies FromReceiver);
+        return;
+      }
       (held ?? new Held()).release();
       held = undefined;
       return;
     case 'nap':
       napMs = message.ms;
-      if (napMs > 0 && !napping) {
-        napping = true;
-        setImmediate(nap);
-      }
+      native?.nap(napMs);
+      startNapping();
       return;
   }
+}
+
+// Each message in turn: a native reader's start and answers take a while, and the next message waits for them.
+let handled = Promise.resolve();
+port.on('message', (message: ToReceiver) => {
+  handled = handled.then(() =>
+    handle(message).catch((error: unknown) => {
+      // The main thread waits for an answer: it is told, and what was held is gone with the reader.
+      native?.kill();
+      native = undefined;
+      socketHandle()?.recvStart();
+      port.postMessage({
+        t: 'failed',
+        message: error instanceof Error ? error.message : String(error),
+      } satisfies FromReceiver);
+    }),
+  );
 });
 
 socket.bind(0, '127.0.0.1', () => {

@@ -1,7 +1,9 @@
 /** The voice server's UDP socket, run by udp-receiver-worker.ts: datagrams come back with their arrival times. */
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import type { FromReceiver, ToReceiver } from './udp-receiver-worker.ts';
+import type { FromReceiver, HeldBy, ToReceiver } from './udp-receiver-worker.ts';
+
+export type { HeldBy } from './udp-receiver-worker.ts';
 
 /** The running receiver. */
 export interface UdpReceiver {
@@ -18,9 +20,11 @@ export interface UdpReceiver {
   setNap(ms: number): void;
   /**
    * Holds datagrams on the receiving thread from now on, with their arrival times, instead of handing each batch
-   * to this thread: while held, no datagram costs this thread anything. {@link release} hands them over.
+   * to this thread: while held, no datagram costs this thread anything. {@link release} hands them over. With
+   * `reader`, a held-reader.c built by {@link buildHeldReader}, that program reads the socket meanwhile, for a
+   * sixth of the CPU, and the kernel times each datagram's arrival (the thread holds them if it cannot start).
    */
-  hold(): void;
+  hold(reader?: string): void;
   /** What is held: how many datagrams, from how many SSRCs, and when the last arrived (this thread's clock). */
   held(): Promise<HeldSummary>;
   /** Hands every held datagram to `onPacket` (marked held), in arrival order, and stops holding. */
@@ -34,6 +38,8 @@ export interface HeldSummary {
   readonly sources: number;
   /** `performance.now()` of this thread at the last arrival; undefined when nothing is held. */
   readonly lastReceivedAt: number | undefined;
+  /** Who holds them; a native reader's CPU is its own process's, which no thread of this one counts. */
+  readonly reader: HeldBy;
 }
 
 /**
@@ -54,8 +60,8 @@ export async function startUdpReceiver(
   // The emulator's other sockets keep a test alive; the receiver alone must not.
   worker.unref();
   // Answers to `summary` and `release`, in the order they were asked (the worker answers in order).
-  const summaries: ((summary: HeldSummary) => void)[] = [];
-  const releases: (() => void)[] = [];
+  const summaries: { resolve: (summary: HeldSummary) => void; reject: (error: Error) => void }[] = [];
+  const releases: { resolve: () => void; reject: (error: Error) => void }[] = [];
   const { port, niceSet } = await new Promise<{ port: number; niceSet: number | string | undefined }>(
     (resolve, reject) => {
       worker.once('error', reject);
@@ -65,15 +71,21 @@ export async function startUdpReceiver(
           return;
         }
         if (message.t === 'held') {
-          summaries.shift()?.({
+          summaries.shift()?.resolve({
             packets: message.packets,
             sources: message.sources,
             lastReceivedAt: message.packets === 0 ? undefined : message.lastAt - performance.timeOrigin,
+            reader: message.reader,
           });
           return;
         }
         if (message.t === 'released') {
-          releases.shift()?.();
+          releases.shift()?.resolve();
+          return;
+        }
+        if (message.t === 'failed') {
+          const error = new Error(`the voice receiver's held packets are lost: ${message.message}`);
+          for (const waiting of [...summaries.splice(0), ...releases.splice(0)]) waiting.reject(error);
           return;
         }
         const bytes = Buffer.from(message.bytes.buffer, message.bytes.byteOffset, message.bytes.byteLength);
@@ -97,15 +109,15 @@ export async function startUdpReceiver(
     port,
     nice: niceSet,
     setNap: (ms) => post({ t: 'nap', ms }),
-    hold: () => post({ t: 'hold' }),
+    hold: (reader) => post(reader === undefined ? { t: 'hold' } : { t: 'hold', reader }),
     held: () =>
-      new Promise((resolve) => {
-        summaries.push(resolve);
+      new Promise((resolve, reject) => {
+        summaries.push({ resolve, reject });
         post({ t: 'summary' });
       }),
     release: () =>
-      new Promise((resolve) => {
-        releases.push(resolve);
+      new Promise((resolve, reject) => {
+        releases.push({ resolve, reject });
         post({ t: 'release' });
       }),
     close: async () => {

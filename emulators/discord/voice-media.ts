@@ -74,7 +74,7 @@ export interface VoiceMedia {
    */
   retire(session: MediaSession): void;
   setNap(ms: number): void;
-  hold(): void;
+  hold(reader?: string): void;
   held(): Promise<HeldSummary>;
   release(): Promise<void>;
   close(): Promise<void>;
@@ -238,9 +238,9 @@ export async function startVoiceMedia(options: VoiceMediaOptions): Promise<Voice
         retired.set(session.ssrc, { guildId: session.guildId, transport: session.transport });
     },
     setNap: (ms) => udp.setNap(ms),
-    hold: () => {
+    hold: (reader) => {
       holding = true;
-      udp.hold();
+      udp.hold(reader);
     },
     held: () => udp.held(),
     release: async () => {

@@ -64,7 +64,7 @@ export interface VoiceServer {
   /** See {@link UdpReceiver.setNap}. */
   setReceiverNap(ms: number): void;
   /** See {@link DiscordEmulator.holdVoicePackets}. */
-  holdPackets(): void;
+  holdPackets(reader?: string): void;
   heldPackets(): Promise<HeldSummary>;
   releasePackets(): Promise<void>;
   close(): Promise<void>;
@@ -319,7 +319,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     endpoint: `127.0.0.1:${port}`,
     receiverNice: media.receiverNice,
     setReceiverNap: (ms) => media.setNap(ms),
-    holdPackets: () => media.hold(),
+    holdPackets: (reader) => media.hold(reader),
     heldPackets: () => media.held(),
     releasePackets: () => media.release(),
     allocate: (guildId, userId, sessionId, channelId) => {

@@ -46,6 +46,9 @@ describe('npm run bench (smoke, 20 servers)', () => {
     expect(step?.worldCpuByThread.main).toBeGreaterThan(0);
     expect(result.options.ttsThread).toBe(true);
     expect(step?.worldCpuByThread['tts-service']).toBeGreaterThan(0);
+    // The step's packets were held by the native reader (CI's machines have a C compiler).
+    expect(result.machine.nativeReader).toBe('built');
+    expect(step?.heldBy).toMatchObject({ by: 'native', cpuMs: expect.any(Number) });
     expect(Object.keys(step?.worldCpuByThread ?? {})).toEqual([
       'main',
       'voice-receiver',

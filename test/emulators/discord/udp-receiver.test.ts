@@ -1,12 +1,22 @@
 /**
  * The voice server's receiving thread can read its socket in turns (the bench's P4 asks for it, so that hundreds
  * of streams do not wake it for every packet): it must still take every datagram, in order, and go back to waking
- * for each one when asked.
+ * for each one when asked. Holding datagrams (P4 again), it or the native reader it lends its socket to keeps
+ * every one with its arrival time until released.
  */
 import dgram from 'node:dgram';
 import { performance } from 'node:perf_hooks';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, beforeAll, expect, it } from 'vitest';
+import { buildHeldReader } from '../../../emulators/discord/held-reader.ts';
 import { startUdpReceiver, type UdpReceiver } from '../../../emulators/discord/udp-receiver.ts';
+
+/** The native reader, built once (a C compiler is part of this machine's kind, and of CI's). */
+let nativeReader = '';
+beforeAll(() => {
+  const built = buildHeldReader();
+  if ('unavailable' in built) throw new Error(built.unavailable);
+  nativeReader = built.path;
+});
 
 let receiver: UdpReceiver | undefined;
 let client: dgram.Socket | undefined;
@@ -101,52 +111,103 @@ it('wakes for each datagram again once the nap is set back to 0', async () => {
   expect(arrivals.map((a) => a.n)).toEqual([1, 2, 3, 4, 5, 6]);
 });
 
-it('holding, hands nothing over until released, then every datagram as it came, timed on arrival', async () => {
-  const { arrivals, send } = await start();
-  send(0);
-  await until(() => arrivals.length === 1, 'the datagram before holding');
-  receiver?.hold();
-  expect(await receiver?.held()).toEqual({ packets: 0, sources: 0, lastReceivedAt: undefined });
-  const sentAt: number[] = [];
-  for (let n = 1; n <= 300; n++) {
-    sentAt.push(performance.now());
-    // Three voice sessions, datagrams of different lengths.
-    send(n, 100 + (n % 3), 40 + (n % 50));
-    if (n % 20 === 0) {
-      // A keepalive (8 bytes, not RTP): neither held nor counted, or the held traffic would never read as quiet.
-      client?.send(Buffer.alloc(8, 0xff));
-      await sleep(2);
+it.each([
+  ['the receiving thread', () => undefined, 'thread'],
+  ['a native reader', () => nativeReader, 'native'],
+])(
+  'holding (%s), hands nothing over until released, then every datagram as it came, timed on arrival',
+  async (_, reader, by) => {
+    const { arrivals, send } = await start();
+    send(0);
+    await until(() => arrivals.length === 1, 'the datagram before holding');
+    receiver?.hold(reader());
+    expect(await receiver?.held()).toMatchObject({
+      packets: 0,
+      sources: 0,
+      lastReceivedAt: undefined,
+      reader: { by },
+    });
+    const sentAt: number[] = [];
+    for (let n = 1; n <= 300; n++) {
+      sentAt.push(performance.now());
+      // Three voice sessions, datagrams of different lengths.
+      send(n, 100 + (n % 3), 40 + (n % 50));
+      if (n % 20 === 0) {
+        // A keepalive (8 bytes, not RTP): neither held nor counted, or the held traffic would never read as quiet.
+        client?.send(Buffer.alloc(8, 0xff));
+        await sleep(2);
+      }
     }
-  }
-  const lastSent = performance.now();
-  const deadline = performance.now() + 10_000;
-  while (((await receiver?.held())?.packets ?? 0) < 300 && performance.now() < deadline) await sleep(5);
-  await sleep(50);
+    const lastSent = performance.now();
+    const deadline = performance.now() + 10_000;
+    while (((await receiver?.held())?.packets ?? 0) < 300 && performance.now() < deadline) await sleep(5);
+    await sleep(50);
+    const summary = await receiver?.held();
+    expect(summary).toMatchObject({ packets: 300, sources: 3, reader: { by } });
+    expect(summary?.lastReceivedAt).toBeGreaterThanOrEqual(sentAt[299] ?? Number.POSITIVE_INFINITY);
+    expect(summary?.lastReceivedAt).toBeLessThanOrEqual(performance.now());
+    // Nothing reached this thread while held.
+    expect(arrivals).toHaveLength(1);
+
+    const releasedAt = performance.now();
+    await receiver?.release();
+    expect(arrivals).toHaveLength(301);
+    const released = arrivals.slice(1);
+    expect(released.map((a) => a.n)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+    released.forEach((a, i) => {
+      const n = i + 1;
+      expect(a.held).toBe(true);
+      expect(a.packet.equals(datagram(n, 100 + (n % 3), 40 + (n % 50)))).toBe(true);
+      // Timed when it arrived, not when it was handed over.
+      expect(a.at).toBeGreaterThanOrEqual(sentAt[i] ?? Number.POSITIVE_INFINITY);
+      expect(a.at).toBeLessThanOrEqual(lastSent + 40);
+    });
+    expect(released.every((a) => a.at < releasedAt)).toBe(true);
+
+    // No longer holding: datagrams come as they arrive again.
+    expect(await receiver?.held()).toEqual({
+      packets: 0,
+      sources: 0,
+      lastReceivedAt: undefined,
+      reader: { by: 'thread' },
+    });
+    send(301);
+    await until(() => arrivals.length === 302, 'a datagram after the release');
+    expect(arrivals.at(-1)).toMatchObject({ n: 301, held: false });
+  },
+);
+
+it('holding with a native reader, answers IP discovery as the thread does', async () => {
+  await start();
+  receiver?.hold(nativeReader);
+  expect((await receiver?.held())?.reader.by).toBe('native');
+  const socket = client;
+  if (!socket) throw new Error('no client');
+  const request = Buffer.alloc(74);
+  request.writeUInt16BE(1, 0);
+  request.writeUInt16BE(70, 2);
+  request.writeUInt32BE(4242, 4);
+  const reply = new Promise<Buffer>((resolve) => socket.once('message', resolve));
+  socket.send(request);
+  const answer = await reply;
+  expect(answer.readUInt16BE(0)).toBe(2);
+  expect(answer.readUInt32BE(4)).toBe(4242);
+  expect(answer.subarray(8, 72).toString('ascii').replace(/\0+$/, '')).toBe('127.0.0.1');
+  expect(answer.readUInt16BE(72)).toBe(socket.address().port);
+  // Answered, not held.
+  expect((await receiver?.held())?.packets).toBe(0);
+});
+
+it('holds in the thread, saying why, when the native reader cannot start', async () => {
+  const { arrivals, send } = await start();
+  receiver?.hold('/nonexistent/held-reader');
   const summary = await receiver?.held();
-  expect(summary).toMatchObject({ packets: 300, sources: 3 });
-  expect(summary?.lastReceivedAt).toBeGreaterThanOrEqual(sentAt[299] ?? Number.POSITIVE_INFINITY);
-  expect(summary?.lastReceivedAt).toBeLessThanOrEqual(performance.now());
-  // Nothing reached this thread while held.
-  expect(arrivals).toHaveLength(1);
-
-  const releasedAt = performance.now();
-  await receiver?.release();
-  expect(arrivals).toHaveLength(301);
-  const released = arrivals.slice(1);
-  expect(released.map((a) => a.n)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
-  released.forEach((a, i) => {
-    const n = i + 1;
-    expect(a.held).toBe(true);
-    expect(a.packet.equals(datagram(n, 100 + (n % 3), 40 + (n % 50)))).toBe(true);
-    // Timed when it arrived, not when it was handed over.
-    expect(a.at).toBeGreaterThanOrEqual(sentAt[i] ?? Number.POSITIVE_INFINITY);
-    expect(a.at).toBeLessThanOrEqual(lastSent + 40);
+  expect(summary?.reader).toMatchObject({
+    by: 'thread',
+    nativeUnavailable: expect.stringMatching(/did not start/),
   });
-  expect(released.every((a) => a.at < releasedAt)).toBe(true);
-
-  // No longer holding: datagrams come as they arrive again.
-  expect(await receiver?.held()).toEqual({ packets: 0, sources: 0, lastReceivedAt: undefined });
-  send(301);
-  await until(() => arrivals.length === 302, 'a datagram after the release');
-  expect(arrivals.at(-1)).toMatchObject({ n: 301, held: false });
+  send(7);
+  while (((await receiver?.held())?.packets ?? 0) < 1) await sleep(5);
+  await receiver?.release();
+  expect(arrivals.map((a) => [a.n, a.held])).toEqual([[7, true]]);
 });
