@@ -199,16 +199,16 @@ export type ToReceiver =
   | { readonly t: 'summary' }
   | { readonly t: 'release' };
 
-/**
- * Reading in turns (see {@link UdpReceiver.setNap}): after a turn of the event loop that took fewer datagrams than
- * libuv reads from a socket at once (32), the thread sleeps `napMs`, so the kernel queues what arrives meanwhile
- * instead of waking this thread for each one.
- */
 /** The native reader, while it holds the datagrams in this thread's stead. */
 let native: HeldReader | undefined;
 /** Why the native reader asked for could not hold them. */
 let nativeUnavailable: string | undefined;
 
+/**
+ * Reading in turns (see {@link UdpReceiver.setNap}): after a turn of the event loop that took fewer datagrams than
+ * libuv reads from a socket at once (32), the thread sleeps `napMs`, so the kernel queues what arrives meanwhile
+ * instead of waking this thread for each one.
+ */
 const LIBUV_READS_PER_TURN = 32;
 const napCell = new Int32Array(new SharedArrayBuffer(4));
 let napMs = 0;
