@@ -10,7 +10,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
-import { type HeldReader, startHeldReader } from './held-reader.ts';
+import { type HeldChunk, type HeldReader, startHeldReader } from './held-reader.ts';
 import { discoveryReply, isDiscoveryRequest, isVoicePacket } from './ip-discovery.ts';
 
 /** Worker → main thread. */
@@ -141,21 +141,23 @@ class Held {
     };
   }
 
-  /** Posts every chunk, in arrival order, then `released`. */
-  release(): void {
-    for (const chunk of this.#chunks) {
-      const bytes = chunk.bytes.slice(0, chunk.used);
-      const message: FromReceiver = {
-        t: 'packets',
-        bytes,
-        lengths: chunk.lengths.slice(0, chunk.count),
-        at: chunk.at.slice(0, chunk.count),
-        held: true,
-      };
-      port.postMessage(message, [bytes.buffer]);
-    }
-    port.postMessage({ t: 'released' } satisfies FromReceiver);
+  /** What is held, chunk by chunk in arrival order, each in buffers of its own (transferable). */
+  chunks(): HeldChunk[] {
+    return this.#chunks.map((chunk) => ({
+      bytes: chunk.bytes.slice(0, chunk.used),
+      lengths: chunk.lengths.slice(0, chunk.count),
+      at: chunk.at.slice(0, chunk.count),
+    }));
   }
+}
+
+/** Posts held datagrams, in arrival order, then `released`. */
+function postHeld(chunks: readonly HeldChunk[]): void {
+  for (const chunk of chunks) {
+    const message: FromReceiver = { t: 'packets', ...chunk, held: true };
+    port.postMessage(message, [chunk.bytes.buffer]);
+  }
+  port.postMessage({ t: 'released' } satisfies FromReceiver);
 }
 let held: Held | undefined;
 
@@ -302,14 +304,10 @@ async function handle(message: ToReceiver): Promise<void> {
         native = undefined;
         socketHandle()?.recvStart();
         startNapping();
-        for (const chunk of chunks) {
-          const message: FromReceiver = { t: 'packets', ...chunk, held: true };
-          port.postMessage(message, [chunk.bytes.buffer]);
-        }
-        port.postMessage({ t: 'released' } satisfies FromReceiver);
+        postHeld(chunks);
         return;
       }
-      (held ?? new Held()).release();
+      postHeld(held?.chunks() ?? []);
       held = undefined;
       return;
     case 'nap':
