@@ -131,9 +131,13 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       chargedUsd: 0,
       requestId,
       receivedAt,
+      completedAt: undefined,
       faults: [],
     };
     requests.push(record);
+    res.once('finish', () => {
+      record.completedAt = Date.now();
+    });
 
     const route =
       url.pathname === `${basePath}/speech/generate`

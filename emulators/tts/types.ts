@@ -76,6 +76,11 @@ export interface RecordedRequest {
   requestId: string;
   /** Date.now() when the request arrived. */
   receivedAt: number;
+  /**
+   * Date.now() when the whole response had been handed to the socket; undefined while it is being written, and for
+   * ever when the client left first (e.g. a process killed mid-download: the charge stands, the audio is lost).
+   */
+  completedAt: number | undefined;
   /** The kinds of the injected faults this request took (empty for an ordinary one). */
   faults: Fault['kind'][];
 }

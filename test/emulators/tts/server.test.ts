@@ -464,6 +464,8 @@ describe('recording', () => {
     expect(first?.headers['x-api-key']).toBe(e.apiKey);
     expect(first?.headers['content-type']).toBe('application/json');
     expect(first?.receivedAt).toBeGreaterThanOrEqual(before);
+    // Every answer here was written in full: each says when.
+    for (const r of e.requests) expect(r.completedAt).toBeGreaterThanOrEqual(r.receivedAt);
     expect(second).toMatchObject({
       method: 'GET',
       path: '/v1/speech/speakers',
@@ -711,6 +713,9 @@ describe('connections', () => {
     expect(reply.error?.message).toBe('aborted by test');
     expect(e.requests[0]?.chargedUsd).toBe(0.005);
     await expect.poll(() => e.openResponses()).toBe(0);
+    // Charged, and never completed: the client left mid-download.
+    expect(e.requests[0]?.completedAt).toBeUndefined();
     expect((await call(e, '/speech/speakers')).status).toBe(200);
+    expect(e.requests[1]?.completedAt).toBeGreaterThanOrEqual(e.requests[1]?.receivedAt ?? Number.NaN);
   });
 });
