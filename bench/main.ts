@@ -7,6 +7,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { HeldBy } from '../emulators/discord/index.ts';
 import { findJemalloc } from '../src/ops/index.ts';
 import { runBench } from './bench.ts';
 import {
@@ -135,7 +136,7 @@ function formatTable(r: BenchResult): string {
         .map(([name, ms]) => `${name} ${ms}`)
         .join(
           ', ',
-        )}; Herald playing, second half of the audio: ${s.steadyCpuMsPerStreamSecond ?? 'n/a'}; Herald's page faults per stream-s ${s.pageFaultsPerStreamSecond}), RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms; late packets by second ${s.bySecond.late.join(' ')} (by second of their stream ${s.bySecond.lateInStream.join(' ')}), Herald's CPU ms by second ${s.bySecond.heraldCpuMs.join(' ')}, the world's ${s.bySecond.worldCpuMs.join(' ')}`,
+        )}; Herald playing, second half of the audio: ${s.steadyCpuMsPerStreamSecond ?? 'n/a'}; Herald's page faults per stream-s ${s.pageFaultsPerStreamSecond}), RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms${heldLine(s.heldBy)}; late packets by second ${s.bySecond.late.join(' ')} (by second of their stream ${s.bySecond.lateInStream.join(' ')}), Herald's CPU ms by second ${s.bySecond.heraldCpuMs.join(' ')}, the world's ${s.bySecond.worldCpuMs.join(' ')}`,
     ]),
     ['P4 most servers held (≤1 % late, all heard, all answered)', String(r.p4MaxServers)],
     [
@@ -165,6 +166,12 @@ function formatTable(r: BenchResult): string {
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
   return rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
+}
+
+/** Who held a P4 step's packets, when it was not the reader the header names (a native reader that did not start). */
+function heldLine(heldBy: HeldBy | undefined): string {
+  if (heldBy?.by !== 'thread' || heldBy.nativeUnavailable === undefined) return '';
+  return `, packets held by the receiving thread (native reader: ${heldBy.nativeUnavailable})`;
 }
 
 function napLine(ms: number): string {
