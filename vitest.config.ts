@@ -1,5 +1,19 @@
 import { defineConfig } from 'vitest/config';
 
+/** Settings of both end-to-end projects. */
+const endToEnd = {
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+  // End-to-end files each start a bot, two emulators and real sockets; on two cores running them one at a time (in
+  // each project) keeps audio pacing honest.
+  fileParallelism: false,
+  // The shard tests run Herald's processes on one PostgreSQL, as several machines would.
+  globalSetup: ['test/support/postgres-setup.ts'],
+};
+
+/** End-to-end files run by `npm test` in the soak's lane (see the project `e2e-beside`). */
+const BESIDE_THE_SOAK = ['test/e2e/shards.test.ts', 'test/e2e/crash.test.ts'];
+
 export default defineConfig({
   test: {
     projects: [
@@ -23,13 +37,17 @@ export default defineConfig({
           name: 'e2e',
           // The sandbox's page tests drive a real Chromium against Herald and both emulators: end to end too.
           include: ['test/e2e/**/*.test.ts', 'test/sandbox/page.test.ts', 'test/sandbox/server.test.ts'],
-          testTimeout: 60_000,
-          hookTimeout: 60_000,
-          // End-to-end files each start a bot, two emulators and real sockets; on two cores running them
-          // one at a time keeps audio pacing honest.
-          fileParallelism: false,
-          // The shard tests run Herald's processes on one PostgreSQL, as several machines would.
-          globalSetup: ['test/support/postgres-setup.ts'],
+          exclude: BESIDE_THE_SOAK,
+          ...endToEnd,
+        },
+      },
+      {
+        test: {
+          // The longest end-to-end files (Herald's own processes killed and restarted), in the soak's vitest process
+          // once the soak is done: `npm test` then runs two files at a time, one in each lane.
+          name: 'e2e-beside',
+          include: BESIDE_THE_SOAK,
+          ...endToEnd,
         },
       },
       {

@@ -1,9 +1,10 @@
 /**
- * `npm test`: lint, typecheck, then every vitest project. The three-minute soak project runs in its own vitest
- * process from the start, beside the rest: vitest runs the file-serial end-to-end project after every other
- * project's files, so inside one vitest run the soak could never overlap it. The soak's output is printed when it
- * ends, so the two runs' lines do not interleave. With arguments (`npm test -- test/foo.test.ts`) this is just
- * `vitest run` with them.
+ * `npm test`: lint, typecheck, then every vitest project, in two lanes. The three-minute soak project runs in its own
+ * vitest process from the start, beside the rest (vitest runs a file-serial project after every other project's
+ * files, so inside one vitest run the soak could never overlap the end-to-end files), and then, in the same process,
+ * the longest end-to-end files (project `e2e-beside`): the end-to-end suite runs in two lanes of one file at a time
+ * rather than one. The second lane's output is printed when it ends, so the two runs' lines do not interleave. With
+ * arguments (`npm test -- test/foo.test.ts`) this is just `vitest run` with them.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -37,7 +38,7 @@ if (args.length > 0) {
   process.exit((await run(vitest, ['run', ...args])).code);
 }
 
-const soak = run(vitest, ['run', '--project', 'soak'], true);
+const soak = run(vitest, ['run', '--project', 'soak', '--project', 'e2e-beside'], true);
 let code = (await run('npm', ['run', '--silent', 'lint'])).code;
 if (code === 0) code = (await run('npm', ['run', '--silent', 'typecheck'])).code;
 if (code === 0) code = (await run(vitest, ['run', '--project', 'unit', '--project', 'e2e'])).code;
@@ -46,7 +47,7 @@ if (code !== 0) {
   soak.stop();
   process.exit(code);
 }
-console.log('\n── the soak project (run beside the others) ──');
+console.log('\n── the second lane: the soak, then the longest end-to-end files (run beside the others) ──');
 const soaked = await soak;
 process.stdout.write(soaked.output);
 process.exit(soaked.code);
