@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # Lifecycle scripts are run below, once the right Node is known; run here they would build
 # @discordjs/opus for whatever Node npm happens to run under.
 npm ci --ignore-scripts --no-audit --no-fund
-# Herald's patches to dependencies (patches/, explained in docs/patches.md); fails the install if one no longer
+# Herald's patches to dependencies (patches/, explained in patches/README.md); fails the install if one no longer
 # applies, rather than running unpatched.
 npx --no -- patch-package --error-on-fail
 

@@ -1,6 +1,6 @@
 /**
  * Herald's patch of @discordjs/voice (patches/@discordjs+voice+0.19.2+001+aead-key-object.patch, see
- * docs/patches.md): once Discord's session description has chosen AES-256-GCM, every voice packet is encrypted
+ * patches/README.md): once Discord's session description has chosen AES-256-GCM, every voice packet is encrypted
  * with one KeyObject made for the connection (never a raw key, which Node imports again per packet), and the
  * packets are still exactly what Discord expects: RTP header | ciphertext | tag | 4-byte nonce suffix.
  */

@@ -3,7 +3,7 @@ import Davey from '@snazzah/davey';
 import { describe, expect, it } from 'vitest';
 import { createExternalSender, externalProposal, vector } from '../../emulators/discord/dave-mls.ts';
 
-// The patch in patches/@discordjs+voice+0.19.2.patch; see patches/README.md.
+// The patch in patches/@discordjs+voice+0.19.2+002+dave-unknown-proposal.patch; see patches/README.md.
 const CHANNEL = '1300000000000000001';
 const BOT = '1300000000000000002';
 const STRANGER = '1300000000000000003';
