@@ -16,6 +16,7 @@ import {
 } from '../src/budget/index.ts';
 import type { CacheSavings } from '../src/cache/index.ts';
 import type { Command, Deps } from '../src/command.ts';
+import { formatCount } from '../src/numbers.ts';
 import { respondEphemeral } from '../src/replies.ts';
 
 /** Member lines shown by `/budget show`; keeps the reply far below Discord's 2,000-character limit. */
@@ -181,7 +182,7 @@ export function renderBudget(
     `Balance: ${balance}`,
     `Floor: ${formatUsd(status.floorUsd)}${status.warnUsd === undefined ? '' : ` · warning at ${formatUsd(status.warnUsd)}`}`,
     `Price: ${price}`,
-    `Per member: at most ${status.memberCharsPerMinute.toLocaleString('en')} characters a minute`,
+    `Per member: at most ${formatCount(status.memberCharsPerMinute)} characters a minute`,
     ...(status.inFlight > 0
       ? [`In flight: ${status.inFlight} (${formatUsd(status.reservedUsd)} set aside)`]
       : []),
@@ -191,14 +192,14 @@ export function renderBudget(
         ]
       : []),
     '',
-    `**This server today** (${spend.day}, UTC): ${formatUsd(spend.usd)} · ${spend.characters.toLocaleString('en')} characters · ${plural(spend.generations, 'generation')}`,
+    `**This server today** (${spend.day}, UTC): ${formatUsd(spend.usd)} · ${formatCount(spend.characters)} characters · ${plural(spend.generations, 'generation')}`,
     `Daily cap: ${settings.dailyCapUsd === null ? 'none' : formatUsd(settings.dailyCapUsd)}`,
     `Alerts: ${alertDestination(settings, operatorAlertChannelId)}`,
     ...spend.members
       .slice(0, MAX_MEMBER_LINES)
       .map(
         (member) =>
-          `• <@${member.userId}>: ${formatUsd(member.usd)} · ${member.characters.toLocaleString('en')} characters · ${plural(member.generations, 'generation')}`,
+          `• <@${member.userId}>: ${formatUsd(member.usd)} · ${formatCount(member.characters)} characters · ${plural(member.generations, 'generation')}`,
       ),
     ...(spend.members.length > MAX_MEMBER_LINES
       ? [`…and ${spend.members.length - MAX_MEMBER_LINES} more members`]
@@ -213,7 +214,7 @@ export function renderCacheSavings(
   active: boolean,
 ): string {
   const line = (s: CacheSavings): string =>
-    `${plural(s.hits, 'hit')} · ${s.characters.toLocaleString('en')} characters · ${formatUsd(s.usd)} not spent`;
+    `${plural(s.hits, 'hit')} · ${formatCount(s.characters)} characters · ${formatUsd(s.usd)} not spent`;
   return [
     `**Audio cache** · ${active ? 'on' : 'off'} for this server (/budget cache)`,
     `Saved today: ${line(savings.day)}`,
@@ -242,7 +243,7 @@ function alertDestination(settings: GuildBudgetSettings, operatorChannelId: stri
 }
 
 function plural(count: number, noun: string): string {
-  return `${count.toLocaleString('en')} ${noun}${count === 1 ? '' : 's'}`;
+  return `${formatCount(count)} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 function timestamp(ms: number): string {

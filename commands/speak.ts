@@ -1,6 +1,7 @@
 import { InteractionContextType, MessageFlags, SlashCommandBuilder } from 'discord.js';
 import { describeRefusal } from '../src/budget/index.ts';
 import type { Command } from '../src/command.ts';
+import { formatCount } from '../src/numbers.ts';
 import { acknowledgeEphemeral, describeFailure, NO_MENTIONS } from '../src/replies.ts';
 import { resolveSpeaker } from '../src/speakers.ts';
 import { compilePronunciations, normaliseSpeech } from '../src/text/normalise.ts';
@@ -33,7 +34,7 @@ export const speak = {
     if (characters === 0) return reply('There is nothing to say: the text is empty.');
     if (characters > MAX_TEXT_CHARACTERS) {
       return reply(
-        `That text is ${characters.toLocaleString('en')} characters; the limit is ${MAX_TEXT_CHARACTERS.toLocaleString('en')}.`,
+        `That text is ${formatCount(characters)} characters; the limit is ${formatCount(MAX_TEXT_CHARACTERS)}.`,
       );
     }
     const channel = interaction.member.voice.channel;
@@ -97,7 +98,7 @@ export const speak = {
         : queued.ahead === 0
           ? `Speaking now as ${choice.speaker.name}`
           : `Queued at position ${queued.ahead + 1} as ${choice.speaker.name}`,
-      `${characters.toLocaleString('en')} characters`,
+      `${formatCount(characters)} characters`,
       ...(cost === undefined ? [] : [`about $${cost.toFixed(4)}`]),
     ];
     acknowledged = reply(`${parts.join(' · ')}.`);

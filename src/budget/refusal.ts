@@ -1,5 +1,6 @@
 /** Why a request may not be spoken, the sentence a member sees for it, and the error that carries it. */
 import { UserFacingError } from '../errors.ts';
+import { formatCount } from '../numbers.ts';
 import { formatUsd } from './money.ts';
 import type { BlockReason } from './records.ts';
 
@@ -73,11 +74,11 @@ export function describeRefusal(refusal: BudgetRefusal): string {
     case 'daily-cap':
       return `This server has used its daily speech budget: ${formatUsd(refusal.spentUsd)} of ${formatUsd(refusal.capUsd)} spent today (UTC), and this would cost about ${formatUsd(refusal.estimateUsd)}. It resets <t:${Math.floor(refusal.resetsAt / 1000)}:R>.`;
     case 'member-rate': {
-      const limit = `${refusal.limitPerMinute.toLocaleString('en')} characters a minute`;
+      const limit = `${formatCount(refusal.limitPerMinute)} characters a minute`;
       if (refusal.retryAfterMs === undefined) {
-        return `That message is ${refusal.characters.toLocaleString('en')} characters, more than the ${limit} one member may use. Send a shorter one.`;
+        return `That message is ${formatCount(refusal.characters)} characters, more than the ${limit} one member may use. Send a shorter one.`;
       }
-      return `You are speaking faster than the ${limit} one member may use (${refusal.usedCharacters.toLocaleString('en')} in the last minute). Try again in ${Math.max(1, Math.ceil(refusal.retryAfterMs / 1000))} s.`;
+      return `You are speaking faster than the ${limit} one member may use (${formatCount(refusal.usedCharacters)} in the last minute). Try again in ${Math.max(1, Math.ceil(refusal.retryAfterMs / 1000))} s.`;
     }
   }
 }
