@@ -223,6 +223,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     store: members,
     form: config.tts.form,
   });
+  const snapshots = persistSnapshots(voiceState, logger.child({ component: 'voice' }));
   const voice = new VoiceManager({
     logger: voiceLogger,
     idleTimeoutMs: config.idleTimeoutMs,
@@ -232,7 +233,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
     limits: config.queueLimits,
     // Each server's voice channel and queue, kept so a restart rejoins and finishes it.
-    onSnapshot: persistSnapshots(voiceState, logger.child({ component: 'voice' })),
+    onSnapshot: (guildId, snapshot) => snapshots.offer(guildId, snapshot),
     synthesize: logUtterances(synthesize, voiceLogger),
     // One gateway connection (shard), so one join queue: Discord's command rate is per shard.
     joinQueue: createJoinQueue(),
@@ -479,6 +480,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       voice.destroyAll();
       await client.destroy();
       await tts.close();
+      // What destroyAll saved is written before a process waiting for these shards may read it.
+      await snapshots.settled();
       // Off the gateway first: a process waiting for these shards may start now.
       stopKeepingLeases();
       await leases
