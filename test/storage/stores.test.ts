@@ -75,10 +75,13 @@ describeEachBackend('cache, member and voice-state stores', (backend) => {
       { guildId: 'b', session: session('b', []) },
     ]);
     await store.apply([]);
+    // One change alone is one statement.
+    await store.apply([{ guildId: 'c', session: session('c') }]);
+    await store.apply([{ guildId: 'a', session: null }]);
     const loaded = await (await createVoiceStateStore(target.open())).load();
     expect(loaded.sort((x, y) => x.guildId.localeCompare(y.guildId))).toEqual([
-      session('a'),
       session('b', []),
+      session('c'),
     ]);
   });
 });
