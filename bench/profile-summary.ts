@@ -1,7 +1,10 @@
 /**
  * Where Herald's CPU went: sums the self time of a V8 CPU profile (`npm run bench -- --cpu-prof` writes them to
  * bench/results/profiles) by function and by area. Run: `node bench/profile-summary.ts <file.cpuprofile>
- * [--busiest=SECONDS | --window=FROM,TO]`: the busiest span of that length (e.g. a P4 step), or the span given.
+ * [--busiest=SECONDS | --window=FROM,TO] [--lines=PATTERN]`: the busiest span of that length (e.g. a P4 step), or
+ * the span given; `--lines` adds the source lines of the files whose URL matches PATTERN (a regular expression,
+ * e.g. `/src/|/commands/`), by self time (V8's position ticks: a builtin such as `toLocaleString` counts on the line
+ * that called it).
  */
 import { readFileSync } from 'node:fs';
 
@@ -9,6 +12,7 @@ interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
+  positionTicks?: { line: number; ticks: number }[];
 }
 
 const args = process.argv.slice(2);
@@ -109,3 +113,21 @@ const top = (map: Map<string, number>, n: number) =>
 console.log(
   `busy CPU in profile: ${(total / 1000).toFixed(0)} ms\n\nby area:\n${top(byArea, 15)}\n\nby function:\n${top(byFunction, 25)}`,
 );
+
+// --lines=PATTERN: a node's self time shared among its lines as its position ticks are.
+const linesOf = flag('lines');
+if (linesOf) {
+  const pattern = new RegExp(linesOf);
+  const byLine = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const node = byId.get(id);
+    if (!node || !pattern.test(node.callFrame.url)) continue;
+    const ticks = node.positionTicks ?? [{ line: node.callFrame.lineNumber + 1, ticks: 1 }];
+    const all = ticks.reduce((sum, tick) => sum + tick.ticks, 0) || 1;
+    for (const tick of ticks) {
+      const key = `${node.callFrame.url.split('/').slice(-2).join('/')}:${tick.line} (${node.callFrame.functionName || 'anonymous'})`;
+      byLine.set(key, (byLine.get(key) ?? 0) + (us * tick.ticks) / all);
+    }
+  }
+  console.log(`\nby line (${linesOf}):\n${top(byLine, 25)}`);
+}
