@@ -223,7 +223,6 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     store: members,
     form: config.tts.form,
   });
-  const snapshots = persistSnapshots(voiceState, logger.child({ component: 'voice' }));
   const voice = new VoiceManager({
     logger: voiceLogger,
     idleTimeoutMs: config.idleTimeoutMs,
@@ -233,7 +232,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),
     limits: config.queueLimits,
     // Each server's voice channel and queue, kept so a restart rejoins and finishes it.
-    onSnapshot: (guildId, snapshot) => snapshots.offer(guildId, snapshot),
+    onSnapshot: persistSnapshots(voiceState, logger.child({ component: 'voice' })),
     synthesize: logUtterances(synthesize, voiceLogger),
     // One gateway connection (shard), so one join queue: Discord's command rate is per shard.
     joinQueue: createJoinQueue(),
@@ -480,8 +479,6 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       voice.destroyAll();
       await client.destroy();
       await tts.close();
-      // What destroyAll saved is written before a process waiting for these shards may read it.
-      await snapshots.settled();
       // Off the gateway first: a process waiting for these shards may start now.
       stopKeepingLeases();
       await leases

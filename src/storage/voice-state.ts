@@ -20,12 +20,6 @@ export interface PersistedSession {
   readonly queue: readonly PersistedUtterance[];
 }
 
-/** One server's session to save, or (`session` null) to forget. */
-export interface SessionChange {
-  readonly guildId: string;
-  readonly session: PersistedSession | null;
-}
-
 /**
  * Herald's voice sessions as they stand, kept so a restart (or a crash) can rejoin and finish what was queued.
  * Every write is durable when it resolves.
@@ -35,11 +29,6 @@ export interface VoiceStateStore {
   save(session: PersistedSession): Promise<void>;
   /** Forgets a server's session (Herald left on purpose, or the channel emptied). */
   remove(guildId: string): Promise<void>;
-  /**
-   * Saves or forgets the sessions of several servers in one transaction, in order: many servers changing at once
-   * (members all asking together) cost one commit rather than one each.
-   */
-  apply(changes: readonly SessionChange[]): Promise<void>;
   /** Every session saved, queues in order. */
   load(): Promise<PersistedSession[]>;
 }
@@ -54,43 +43,20 @@ const VOICE_STATE_TABLE = `CREATE TABLE voice_sessions (
 /** Append only: a released migration is never edited. The same table on both engines. */
 const VOICE_STATE_MIGRATIONS: Migrations = { sqlite: [VOICE_STATE_TABLE], postgres: [VOICE_STATE_TABLE] };
 
-const SAVE = `INSERT INTO voice_sessions (guild_id, channel_id, announce_channel_id, queue) VALUES ($1, $2, $3, $4)
-   ON CONFLICT (guild_id) DO UPDATE SET channel_id = excluded.channel_id,
-     announce_channel_id = excluded.announce_channel_id, queue = excluded.queue`;
-const REMOVE = 'DELETE FROM voice_sessions WHERE guild_id = $1';
-const saveParams = (session: PersistedSession) => [
-  session.guildId,
-  session.channelId,
-  session.announceChannelId,
-  JSON.stringify(session.queue),
-];
-
 /** A {@link VoiceStateStore} in Herald's database; the queue is one JSON column, rewritten whole. */
 export async function createVoiceStateStore(db: Database): Promise<VoiceStateStore> {
   await db.migrate('voice-state', VOICE_STATE_MIGRATIONS);
   return {
     async save(session) {
-      await db.run(SAVE, saveParams(session));
+      await db.run(
+        `INSERT INTO voice_sessions (guild_id, channel_id, announce_channel_id, queue) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (guild_id) DO UPDATE SET channel_id = excluded.channel_id,
+           announce_channel_id = excluded.announce_channel_id, queue = excluded.queue`,
+        [session.guildId, session.channelId, session.announceChannelId, JSON.stringify(session.queue)],
+      );
     },
     async remove(guildId) {
-      await db.run(REMOVE, [guildId]);
-    },
-    async apply(changes) {
-      const [only] = changes;
-      // One change is one statement, committed on its own: no BEGIN and COMMIT around it.
-      if (changes.length === 1 && only) {
-        await (only.session === null
-          ? db.run(REMOVE, [only.guildId])
-          : db.run(SAVE, saveParams(only.session)));
-        return;
-      }
-      if (changes.length === 0) return;
-      await db.transaction(async (tx) => {
-        for (const { guildId, session } of changes) {
-          if (session === null) await tx.run(REMOVE, [guildId]);
-          else await tx.run(SAVE, saveParams(session));
-        }
-      });
+      await db.run('DELETE FROM voice_sessions WHERE guild_id = $1', [guildId]);
     },
     async load() {
       const rows = await db.all<{

@@ -10,74 +10,50 @@ interface Offered {
   readonly json: string | null;
 }
 
-/** Keeps voice sessions in the store as they change: see {@link persistSnapshots}. */
-export interface SnapshotWriter {
-  /** A server's session changed (null: it ended on purpose); written soon, never thrown at the caller. */
-  offer(guildId: string, snapshot: SessionSnapshot): void;
-  /** Resolves once everything offered so far has been written (or failed and been logged): before a shutdown. */
-  settled(): Promise<void>;
-}
-
 /**
  * Keeps each server's voice session in the store as it changes, so a restart can finish it. Writes of one server
- * are applied in order; a failed write is logged, never thrown at the voice session, and written again when next
- * offered. A snapshot that would write what the store already holds (a session that changed in ways a restart
- * does not need, such as an utterance moving from waiting to playing) is not written again: that was one durable
- * write in three per utterance. Nor is one that a newer snapshot of its server replaced before its write began.
- * The snapshots of every server offered in one turn of the event loop, or while a write is under way, are written
- * together in one transaction (`apply`): fewer commits, each a turn for the database's write lock that the shards
- * of one machine share (1,016 session writes in 363 commits when 250 members asked at once on four shards).
+ * are applied in order; a failed write is logged, never thrown at the voice session. A snapshot that would write
+ * what the store already holds (a session that changed in ways a restart does not need, such as an utterance
+ * moving from waiting to playing) is not written again: that was one durable write in three per utterance. Nor is
+ * one that a newer snapshot replaced before its write began: the write that waits takes the newest (when many
+ * members speak at once, the database's queue is long and a session changes several times while it waits).
  */
-export function persistSnapshots(store: VoiceStateStore, logger: Logger): SnapshotWriter {
-  // Per server, the session last handed to the store (as JSON): written, or being written.
+export function persistSnapshots(
+  store: VoiceStateStore,
+  logger: Logger,
+): (guildId: string, snapshot: SessionSnapshot) => void {
+  const chains = new Map<string, Promise<void>>();
+  // Per server, the session last handed to the store (as JSON): written, or being written in order.
   const written = new Map<string, string>();
-  // Per server, the newest session offered and not yet handed to the store (session null: remove it).
-  const pending = new Map<string, Offered>();
-  let writing: Promise<void> | undefined;
-
-  const writeAll = async (): Promise<void> => {
-    try {
-      // The rest of this turn's offers join the first batch.
-      await new Promise((resolve) => setImmediate(resolve));
-      while (pending.size > 0) {
-        const batch = [...pending];
-        pending.clear();
-        try {
-          await store.apply(batch.map(([guildId, { session }]) => ({ guildId, session })));
-        } catch (error) {
-          // Not in the store after all: the same snapshots are written again the next time they are offered.
-          for (const [guildId, { json }] of batch) {
-            if (json !== null && written.get(guildId) === json) written.delete(guildId);
-          }
-          logger.warn('could not save voice sessions', {
-            servers: batch.length,
-            guilds: batch
-              .slice(0, 10)
-              .map(([guildId]) => guildId)
-              .join(','),
-            err: error,
-          });
-        }
-      }
-    } finally {
-      // In the same step as the last look at `pending`: an offer after it starts a new writer.
-      writing = undefined;
-    }
-  };
-
-  return {
-    offer(guildId, snapshot) {
-      const session = snapshot === null ? null : persisted(guildId, snapshot);
-      const json = session === null ? null : JSON.stringify(session);
-      if (json !== null && written.get(guildId) === json) return;
-      if (json === null) written.delete(guildId);
-      else written.set(guildId, json);
-      pending.set(guildId, { session, json });
-      writing ??= writeAll();
-    },
-    async settled() {
-      while (writing) await writing;
-    },
+  // Per server, the session the write waiting to begin will write (null: remove it), once there is such a write.
+  const next = new Map<string, Offered>();
+  return (guildId, snapshot) => {
+    const session = snapshot === null ? null : persisted(guildId, snapshot);
+    const json = session === null ? null : JSON.stringify(session);
+    if (json !== null && written.get(guildId) === json) return;
+    if (json === null) written.delete(guildId);
+    else written.set(guildId, json);
+    const waiting = next.has(guildId);
+    next.set(guildId, { session, json });
+    if (waiting) return;
+    const previous = chains.get(guildId) ?? Promise.resolve();
+    let target: Offered | undefined;
+    const write = previous
+      .then(() => {
+        target = next.get(guildId);
+        next.delete(guildId);
+        if (target === undefined) return;
+        return target.session === null ? store.remove(guildId) : store.save(target.session);
+      })
+      .catch((error: unknown) => {
+        // Not in the store after all: the same snapshot is written again the next time it is offered.
+        if (target?.json != null && written.get(guildId) === target.json) written.delete(guildId);
+        logger.warn('could not save a voice session', { guild: guildId, err: error });
+      });
+    chains.set(guildId, write);
+    void write.finally(() => {
+      if (chains.get(guildId) === write) chains.delete(guildId);
+    });
   };
 }
 

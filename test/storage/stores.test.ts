@@ -55,33 +55,4 @@ describeEachBackend('cache, member and voice-state stores', (backend) => {
       { guildId: 'g', channelId: 'c', announceChannelId: null, queue: [utterance] },
     ]);
   });
-
-  it('saves and forgets many servers’ sessions in one apply, in order', async () => {
-    const target = await backend.fresh();
-    const store = await createVoiceStateStore(target.open());
-    const utterance = { text: 'hi', speakerId: 's', speakerName: 'S', userId: 'u', userName: 'U', key: 'm1' };
-    const session = (guildId: string, queue = [utterance]) => ({
-      guildId,
-      channelId: `c-${guildId}`,
-      announceChannelId: null,
-      queue,
-    });
-    await store.save(session('gone'));
-    await store.apply([
-      { guildId: 'a', session: session('a') },
-      { guildId: 'b', session: session('b') },
-      { guildId: 'gone', session: null },
-      // A server twice in one apply: the later change stands.
-      { guildId: 'b', session: session('b', []) },
-    ]);
-    await store.apply([]);
-    // One change alone is one statement.
-    await store.apply([{ guildId: 'c', session: session('c') }]);
-    await store.apply([{ guildId: 'a', session: null }]);
-    const loaded = await (await createVoiceStateStore(target.open())).load();
-    expect(loaded.sort((x, y) => x.guildId.localeCompare(y.guildId))).toEqual([
-      session('b', []),
-      session('c'),
-    ]);
-  });
 });
