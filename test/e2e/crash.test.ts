@@ -196,13 +196,28 @@ describe('SIGTERM, then kill -9, with three servers mid-queue', () => {
 
       const back = await startBot(databasePath);
       for (const server of servers) {
-        const heard = await discord.voice(server.guild).untilSilent({ quietMs: 1_000, timeoutMs: 30_000 });
-        expect(server.guild.botVoiceChannelId()).toBe(server.voice.id);
-        // The two that waited, in order, after the one cut off.
-        expect(heard.segments.length).toBeGreaterThanOrEqual(2);
-        const [cutOff, ...waited] = texts(round, server);
-        repaid += expectPaidOnce(cutOff ?? '', stop, killedAt, false);
-        for (const text of waited) repaid += expectPaidOnce(text, stop, killedAt, true);
+        const capture = discord.voice(server.guild);
+        const heard = await capture.untilSilent({ quietMs: 1_000, timeoutMs: 30_000 });
+        try {
+          expect(server.guild.botVoiceChannelId()).toBe(server.voice.id);
+          // The two that waited, in order, after the one cut off.
+          expect(heard.segments.length).toBeGreaterThanOrEqual(2);
+          const [cutOff, ...waited] = texts(round, server);
+          repaid += expectPaidOnce(cutOff ?? '', stop, killedAt, false);
+          for (const text of waited) repaid += expectPaidOnce(text, stop, killedAt, true);
+        } catch (error) {
+          // What each process did about this server, for a failure in CI that does not reproduce at will.
+          const about = (output: string) =>
+            output
+              .split('\n')
+              .filter((line) => line.includes(server.guild.id) || /voice session|resum|restart/i.test(line))
+              .slice(-40)
+              .join('\n');
+          throw new Error(
+            `${(error as Error).message}\n${server.guild.name}: ${heard.frames.length} frames in ${heard.segments.length} segments since the ${stop}\n` +
+              `before the ${stop}:\n${about(bot.output())}\nafter it:\n${about(back.output())}`,
+          );
+        }
       }
       back.child.kill('SIGTERM');
       expect((await back.done).code).toBe(0);
