@@ -63,22 +63,17 @@ async function startBot(databasePath: string): Promise<RunningProcess> {
   return bot;
 }
 
-/** The generations the service charged (each is one paid call), by request id. */
+/** The generations the service charged (each is one paid call), in the order they arrived. */
+const paidGenerations = () =>
+  tts.requests.filter((request) => request.path.endsWith('/speech/generate') && request.chargedUsd > 0);
+
+/** The same, by request id. */
 const charged = (): Map<string, number> =>
-  new Map(
-    tts.requests
-      .filter((request) => request.path.endsWith('/speech/generate') && request.chargedUsd > 0)
-      .map((request) => [request.requestId, request.chargedUsd]),
-  );
+  new Map(paidGenerations().map((request) => [request.requestId, request.chargedUsd]));
 
 /** The charged generations of `text`, in the order they arrived. */
 const chargesOf = (text: string) =>
-  tts.requests.filter(
-    (request) =>
-      request.path.endsWith('/speech/generate') &&
-      request.chargedUsd > 0 &&
-      (request.body as { text?: string } | undefined)?.text === text,
-  );
+  paidGenerations().filter((request) => (request.body as { text?: string } | undefined)?.text === text);
 
 /**
  * Each utterance paid once. The one exception is audio a `kill -9` cut off while it was still arriving (the one
@@ -198,8 +193,7 @@ describe('SIGTERM, then kill -9, with three servers mid-queue', () => {
 
       const back = await startBot(databasePath);
       for (const server of servers) {
-        const capture = discord.voice(server.guild);
-        const heard = await capture.untilSilent({ quietMs: 1_000, timeoutMs: 30_000 });
+        const heard = await discord.voice(server.guild).untilSilent({ quietMs: 1_000, timeoutMs: 30_000 });
         try {
           expect(server.guild.botVoiceChannelId()).toBe(server.voice.id);
           // The two that waited, in order, after the one cut off.
