@@ -147,6 +147,13 @@ export class GuildSession {
           logger: this.#logger,
           trailingSilenceFrames: Math.max(STOP_SILENCE_FRAMES, this.#pauseFrames),
         });
+        // The player reports a failed stream as an AudioPlayerError that keeps the error's name and message but not
+        // its class or code, so the member would be told of "something wrong on my side" for audio the service cut
+        // short (an Ogg page the demuxer never saw end). The error itself, kept here, says whose it was; this listener
+        // runs before the player's, which play() adds.
+        resource.playStream.once('error', (error) => {
+          utterance.streamError ??= error;
+        });
         this.#resource = resource;
         this.player.play(resource);
       },

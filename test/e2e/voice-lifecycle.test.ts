@@ -186,6 +186,29 @@ describe('a service that misbehaves mid-stream', () => {
     expect(heard.segments.at(-1)?.dominantHz).toBeCloseTo(second?.toneHz ?? 0, -1);
   });
 
+  it('tells the member when the service’s audio stops short (its fault, not Herald’s), then plays the next', async () => {
+    const w = await open();
+    const [first, second] = DEFAULT_SPEAKERS;
+    // The response ends cleanly at the HTTP level, inside an Ogg page: only the demuxer can tell.
+    w.tts.inject({ kind: 'truncate', afterBytes: 3_000 }, { times: 1 });
+    const reply = await w.discord.slash(w.member, 'speak', {
+      text: 'a'.repeat(100),
+      speaker: first?.name ?? '',
+    });
+    await w.discord.slash(w.member, 'speak', { text: 'After the cut.', speaker: second?.name ?? '' });
+    const failure = await reply.untilFollowUp({ timeoutMs: 10_000 });
+    expect(failure.ephemeral).toBe(true);
+    expect(failure.content).toMatch(/audio stopped short/);
+    expect(failure.content).not.toMatch(/error id/);
+    // The next follows the cut at once (no stall between them), so the two may be one segment: the second's pitch
+    // dominates it and it lasts at least the second utterance.
+    const heard = await w.discord.voice(w.guild).untilSilent({ quietMs: 800 });
+    const last = heard.segments.at(-1);
+    const hz = last?.dominantHz ?? 0;
+    expect(Math.abs(hz - (second?.toneHz ?? 0))).toBeLessThan(Math.abs(hz - (first?.toneHz ?? 0)));
+    expect(last?.durationMs).toBeGreaterThan(expectedDurationMs('After the cut.') - 60);
+  });
+
   it('tells the member when the service refuses, and stays up', async () => {
     const w = await open();
     w.tts.inject({ kind: 'status', status: 500 }, { times: 1 });
