@@ -15,6 +15,7 @@ import { trustedTestCertificate } from '../emulators/discord/tls.ts';
 import { startTtsEmulator } from '../emulators/tts/index.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { createFaults, type FaultKind } from './faults.ts';
+import { linesAbout } from './incident-log.ts';
 import { compareLedger, type LedgerCheck, lostRequests, readLedger } from './ledger.ts';
 import { createRandom } from './prng.ts';
 import { createSoakServers, type SoakServer } from './servers.ts';
@@ -55,7 +56,8 @@ export interface SoakResult {
   readonly commands: Record<string, number>;
   readonly voiceMoves: number;
   readonly faults: Partial<Record<FaultKind, number>>;
-  readonly silentIncidents: readonly SilentIncident[];
+  /** Each with what Herald logged about its server from a minute before it to 20 s after (`incident-log.ts`). */
+  readonly silentIncidents: readonly (SilentIncident & { readonly heraldLog: readonly string[] })[];
   readonly ledger: LedgerCheck;
   readonly memory: {
     readonly rssMb: { first: number; last: number; max: number; slopeMbPerHour: number };
@@ -68,6 +70,8 @@ export interface SoakResult {
   readonly heraldExited: boolean;
   readonly violations: readonly string[];
   readonly heraldLogTail: string;
+  /** Herald's whole log (`info`), kept when an invariant was violated; deleted otherwise. */
+  readonly heraldLogFile: string | undefined;
 }
 
 const TICK_MS = 250;
@@ -89,6 +93,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-soak-'));
   const databasePath = join(dataDir, 'herald.sqlite');
   const caPath = join(dataDir, 'ca.pem');
+  // Outside the data folder, which goes at the end: a run that violated an invariant keeps it.
+  const heraldLogFile = join(tmpdir(), `herald-soak-${options.seed}-${process.pid}.log`);
+  let keepLog = false;
   writeFileSync(caPath, (await trustedTestCertificate()).cert);
   const servers = createSoakServers(discord, options.servers);
   const tracker = createTracker({
@@ -112,7 +119,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         ...heraldEnv(discord, tts, databasePath),
         // The operations endpoint, for the V8 heap figures beside the kernel's RSS.
         METRICS_PORT: String(metricsPort),
-        LOG_LEVEL: 'warn',
+        // Every session's story, for a rare incident to be explained from the run that found it (the whole log
+        // goes to a file; the kept tail is the last 200,000 characters).
+        LOG_LEVEL: 'debug',
         NODE_EXTRA_CA_CERTS: caPath,
         // A 402 stops spending until a re-check succeeds: every 30 s here, so the run is not refusals only.
         BUDGET_RECHECK_MINUTES: '0.5',
@@ -121,6 +130,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       },
       [],
       dataDir,
+      { logFile: heraldLogFile },
     );
     await herald.untilReady(discord.untilReady());
     await sleep(2_000);
@@ -341,6 +351,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const memory = memoryOf(samples, options.minutes);
     violations.push(...memory.violations);
 
+    keepLog = violations.length > 0;
+
     const outcomes = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, 0])) as Record<Outcome, number>;
     const refusals: Record<string, number> = {};
     for (const item of tracker.all) {
@@ -363,18 +375,23 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       commands: commandCounts,
       voiceMoves,
       faults: faultCounts,
-      silentIncidents: tracker.incidents,
+      silentIncidents: tracker.incidents.map((incident) => ({
+        ...incident,
+        heraldLog: linesAbout(heraldLogFile, servers[incident.guild]?.guild.id ?? '', incident.at),
+      })),
       ledger,
       memory: memory.figures,
       samples: samples.map((sample) => ({ ...sample, rss: Math.round(sample.rss * 10) / 10 })),
       heraldExited: !herald.running() && violations.includes('Herald exited during the run'),
       violations,
       heraldLogTail: herald.output().slice(-20_000),
+      heraldLogFile: keepLog ? heraldLogFile : undefined,
     };
   } finally {
     await herald?.stop();
     await Promise.all([discord.close(), tts.close()]);
     rmSync(dataDir, { recursive: true, force: true });
+    if (!keepLog) rmSync(heraldLogFile, { force: true });
   }
 }
 

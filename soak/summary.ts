@@ -61,5 +61,12 @@ export function formatSummary(r: SoakResult): string {
   const table = rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
   const violations = r.violations.slice(0, 30).map((line) => `  ✗ ${line}`);
   if (r.violations.length > 30) violations.push(`  … and ${r.violations.length - 30} more`);
+  for (const incident of r.silentIncidents.slice(0, 5)) {
+    violations.push(
+      `  Herald's log about server ${incident.guild}, from a minute before its ${incident.kind} incident at ${new Date(incident.at).toISOString().slice(11, 23)}:`,
+      ...(incident.heraldLog.length > 0 ? incident.heraldLog : ['(nothing)']).map((line) => `    ${line}`),
+    );
+  }
+  if (r.heraldLogFile) violations.push(`  Herald's whole log: ${r.heraldLogFile}`);
   return violations.length === 0 ? table : `${table}\n${violations.join('\n')}`;
 }
