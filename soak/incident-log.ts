@@ -4,6 +4,7 @@
  * (one in an hour's run) can be explained from the run that found it rather than hoped for again under a replay.
  */
 import { readFileSync } from 'node:fs';
+import type { SilentIncident } from './tracker.ts';
 
 /** Lines kept before an incident, and after it. */
 const BEFORE_MS = 60_000;
@@ -15,17 +16,33 @@ const MAX_AFTER = 20;
 const LEFT_OUT = new Set(['time', 'level', 'pid', 'shard', 'component', 'msg', 'guild']);
 
 /**
- * The lines of Herald's JSON log `file` about `guildId` (its `guild` field) between a minute before `at` (ms since
- * the epoch) and 20 s after it, each shortened to `HH:MM:SS.mmm level component: msg {other fields}`. Lines that are
- * not JSON (a crash's stack) are skipped; an unreadable file gives none.
+ * Each of `incidents` with {@link linesAbout} its server (`guildIdOf` its index) in Herald's log `file`, read once
+ * for them all (an hour's log at `debug` runs to tens of MB); an unreadable file gives each none.
  */
-export function linesAbout(file: string, guildId: string, at: number): string[] {
-  let text: string;
+export function withHeraldLog<T extends SilentIncident>(
+  file: string,
+  incidents: readonly T[],
+  guildIdOf: (guild: number) => string,
+): (T & { readonly heraldLog: readonly string[] })[] {
+  if (incidents.length === 0) return [];
+  let text = '';
   try {
     text = readFileSync(file, 'utf8');
   } catch {
-    return [];
+    // No log to tell from: the incidents stand on their own.
   }
+  return incidents.map((incident) => ({
+    ...incident,
+    heraldLog: linesAbout(text, guildIdOf(incident.guild), incident.at),
+  }));
+}
+
+/**
+ * The lines of Herald's JSON log `text` about `guildId` (its `guild` field) between a minute before `at` (ms since
+ * the epoch) and 20 s after it, each shortened to `HH:MM:SS.mmm level component: msg {other fields}`. Lines that are
+ * not JSON (a crash's stack) are skipped.
+ */
+function linesAbout(text: string, guildId: string, at: number): string[] {
   const before: string[] = [];
   const after: string[] = [];
   for (const line of text.split('\n')) {

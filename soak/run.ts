@@ -15,7 +15,7 @@ import { trustedTestCertificate } from '../emulators/discord/tls.ts';
 import { startTtsEmulator } from '../emulators/tts/index.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { createFaults, type FaultKind } from './faults.ts';
-import { linesAbout } from './incident-log.ts';
+import { withHeraldLog } from './incident-log.ts';
 import { compareLedger, type LedgerCheck, lostRequests, readLedger } from './ledger.ts';
 import { createRandom } from './prng.ts';
 import { createSoakServers, type SoakServer } from './servers.ts';
@@ -70,7 +70,7 @@ export interface SoakResult {
   readonly heraldExited: boolean;
   readonly violations: readonly string[];
   readonly heraldLogTail: string;
-  /** Herald's whole log (`info`), kept when an invariant was violated; deleted otherwise. */
+  /** Herald's whole log (`debug`), kept when an invariant was violated; deleted otherwise. */
   readonly heraldLogFile: string | undefined;
 }
 
@@ -95,7 +95,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const caPath = join(dataDir, 'ca.pem');
   // Outside the data folder, which goes at the end: a run that violated an invariant keeps it.
   const heraldLogFile = join(tmpdir(), `herald-soak-${options.seed}-${process.pid}.log`);
-  let keepLog = false;
   writeFileSync(caPath, (await trustedTestCertificate()).cert);
   const servers = createSoakServers(discord, options.servers);
   const tracker = createTracker({
@@ -351,8 +350,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const memory = memoryOf(samples, options.minutes);
     violations.push(...memory.violations);
 
-    keepLog = violations.length > 0;
-
     const outcomes = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, 0])) as Record<Outcome, number>;
     const refusals: Record<string, number> = {};
     for (const item of tracker.all) {
@@ -375,23 +372,24 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       commands: commandCounts,
       voiceMoves,
       faults: faultCounts,
-      silentIncidents: tracker.incidents.map((incident) => ({
-        ...incident,
-        heraldLog: linesAbout(heraldLogFile, servers[incident.guild]?.guild.id ?? '', incident.at),
-      })),
+      silentIncidents: withHeraldLog(
+        heraldLogFile,
+        tracker.incidents,
+        (guild) => servers[guild]?.guild.id ?? '',
+      ),
       ledger,
       memory: memory.figures,
       samples: samples.map((sample) => ({ ...sample, rss: Math.round(sample.rss * 10) / 10 })),
       heraldExited: !herald.running() && violations.includes('Herald exited during the run'),
       violations,
       heraldLogTail: herald.output().slice(-20_000),
-      heraldLogFile: keepLog ? heraldLogFile : undefined,
+      heraldLogFile: violations.length > 0 ? heraldLogFile : undefined,
     };
   } finally {
     await herald?.stop();
     await Promise.all([discord.close(), tts.close()]);
     rmSync(dataDir, { recursive: true, force: true });
-    if (!keepLog) rmSync(heraldLogFile, { force: true });
+    if (violations.length === 0) rmSync(heraldLogFile, { force: true });
   }
 }
 

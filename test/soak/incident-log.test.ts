@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { linesAbout } from '../../soak/incident-log.ts';
+import { withHeraldLog } from '../../soak/incident-log.ts';
 
 const GUILD = '1576049403112849720';
 const OTHER = '1576049403087683836';
@@ -30,6 +30,11 @@ const logOf = (lines: string[]): string => {
   writeFileSync(file, `${lines.join('\n')}\n`);
   return file;
 };
+
+/** The lines of one incident at `at` in the log `file`, as the soak reads them. */
+const linesAbout = (file: string, guildId: string, at: number): readonly string[] =>
+  withHeraldLog(file, [{ guild: 0, kind: 'silent', at, waitedMs: 10_000, pending: 1 }], () => guildId)[0]
+    ?.heraldLog ?? [];
 
 describe('linesAbout', () => {
   it('keeps the server’s lines from a minute before the incident to 20 s after, shortened, in order', () => {
