@@ -114,6 +114,11 @@ export interface BudgetGuardOptions {
    * request and the floor (default 10 s); the refusal stands after it.
    */
   readonly settlingWaitMs?: number;
+  /**
+   * A settlement or release the database did not take is retried after `first` ms (default 1 s), the delay
+   * doubling to `max` (default 30 s), for as long as the reservation lives.
+   */
+  readonly retryDelaysMs?: { readonly first: number; readonly max: number };
   readonly logger: Logger;
   /** Told of warnings, blocks and resumptions; must not throw (it is called synchronously). */
   readonly onAlert?: (alert: BudgetAlert) => void;
@@ -142,12 +147,22 @@ export interface BudgetGuard {
   ): Promise<{ readonly kind: 'reserved'; readonly reservation: Reservation } | BudgetRefusal>;
   /**
    * Records what the generation cost (ledger row and account state, durably) and frees the reservation. Returns
-   * the ledger row's id (for {@link markWasted}); undefined when the reservation was already settled.
+   * the ledger row's id (for {@link markWasted}); undefined when the reservation was already settled, or when the
+   * database did not take the write: then it is retried in the background while the reservation lives (holding
+   * its estimate meanwhile), and `onRecorded` gets the row's id when it lands. Never rejects: the service has
+   * charged, and what it sent is the member's whatever the database does.
    */
-  settle(reservation: Reservation, settlement: Settlement): Promise<number | undefined>;
+  settle(
+    reservation: Reservation,
+    settlement: Settlement,
+    onRecorded?: (ledgerId: number) => void,
+  ): Promise<number | undefined>;
   /** Records in the ledger that a settled generation's audio was never heard, and why; never rejects (logs). */
   markWasted(ledgerId: number, reason: string): Promise<void>;
-  /** Frees the reservation of a failed generation; a {@link TtsInsufficientBalanceError} blocks at once. */
+  /**
+   * Frees the reservation of a failed generation; a {@link TtsInsufficientBalanceError} blocks at once. Never
+   * rejects: a write the database did not take is retried in the background, as a settlement's.
+   */
   release(reservation: Reservation, error: unknown): Promise<void>;
   /** The account as the database has it now, with every process's reservations. */
   status(): Promise<BudgetStatus>;

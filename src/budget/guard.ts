@@ -19,6 +19,7 @@ import { learnPrice } from './price.ts';
 import { type AccountState, type StoredReservation, utcDay } from './records.ts';
 import { createBudgetRules, MINUTE_MS } from './rules.ts';
 import type { BudgetTransaction } from './store.ts';
+import { writeLater } from './write-later.ts';
 
 const DEFAULT_RESERVATION_TTL_MS = 5 * MINUTE_MS;
 const DEFAULT_LEARNING_POLL_MS = 250;
@@ -116,7 +117,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     return state;
   };
 
-  const settle = async (reservation: Reservation, settlement: Settlement): Promise<number | undefined> => {
+  const settleNow = async (reservation: Reservation, settlement: Settlement): Promise<number | undefined> => {
     try {
       const decided = await store.locked(async (tx) => {
         const at = now();
@@ -185,7 +186,51 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
     }
   };
 
+  const settle = async (
+    reservation: Reservation,
+    settlement: Settlement,
+    onRecorded?: (ledgerId: number) => void,
+  ): Promise<number | undefined> => {
+    const write = async (): Promise<number | undefined> => {
+      const ledgerId = await settleNow(reservation, settlement);
+      if (ledgerId !== undefined) onRecorded?.(ledgerId);
+      return ledgerId;
+    };
+    try {
+      return await write();
+    } catch (error) {
+      later('settlement', reservation, error, write);
+      return undefined;
+    }
+  };
+
   const release = async (reservation: Reservation, error: unknown): Promise<void> => {
+    try {
+      await releaseNow(reservation, error);
+    } catch (failure) {
+      later('release', reservation, failure, () => releaseNow(reservation, error));
+    }
+  };
+
+  const later = (
+    what: string,
+    reservation: Reservation,
+    error: unknown,
+    write: () => Promise<unknown>,
+  ): void =>
+    writeLater({
+      what,
+      reservationId: reservation.id,
+      error,
+      write: async () => {
+        await write();
+      },
+      forMs: ttlMs,
+      logger,
+      delaysMs: options.retryDelaysMs,
+    });
+
+  const releaseNow = async (reservation: Reservation, error: unknown): Promise<void> => {
     try {
       const decided = await store.locked(async (tx) => {
         const taken = await tx.takeReservation(reservation.id);

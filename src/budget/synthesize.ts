@@ -29,6 +29,8 @@ export function budgetedSynthesize(
 ): BudgetedSynthesis {
   // Which ledger row each result was settled in; weak, so results that are played and dropped leave nothing.
   const rows = new WeakMap<GenerateResult, number>();
+  // Results reported unplayed before their row was written (the database was away when they were settled).
+  const unplayedEarly = new WeakMap<GenerateResult, string>();
   return {
     async synthesize(request, signal, guildId) {
       const outcome = await guard.acquire(
@@ -43,17 +45,22 @@ export function budgetedSynthesize(
         await guard.release(outcome.reservation, error);
         throw error;
       }
-      const ledgerId = await guard.settle(outcome.reservation, {
-        costUsd: result.costUsd,
-        balanceUsd: result.balanceUsd,
-        requestId: result.requestId,
-      });
-      if (ledgerId !== undefined) rows.set(result, ledgerId);
+      // Never rejects: while the database is away the row is written later, and the audio plays meanwhile.
+      await guard.settle(
+        outcome.reservation,
+        { costUsd: result.costUsd, balanceUsd: result.balanceUsd, requestId: result.requestId },
+        (ledgerId) => {
+          const reason = unplayedEarly.get(result);
+          if (reason === undefined) rows.set(result, ledgerId);
+          else void guard.markWasted(ledgerId, reason);
+        },
+      );
       return result;
     },
     unplayed(result, reason) {
       const ledgerId = rows.get(result);
       if (ledgerId !== undefined) void guard.markWasted(ledgerId, reason);
+      else unplayedEarly.set(result, reason);
     },
   };
 }

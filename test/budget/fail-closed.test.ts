@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { fakeService, makeGuard, req } from './helpers.ts';
+import { type BudgetStore, createBudgetGuard } from '../../src/budget/index.ts';
+import { silentLogger } from '../../src/log.ts';
+import { until } from '../support/until.ts';
+import { fakeService, makeGuard, NOON, req } from './helpers.ts';
 
 // The guard fails closed: a response that does not say what was spent, or what is left, never counts as free.
 describe('the budget guard without the service’s money headers', () => {
@@ -114,5 +117,74 @@ describe('what is queued counts before it is paid for', () => {
     await guard.setDailyCap('g1', 0.02);
     expect((await guard.check(req(100), { member: 0, guild: 100, all: 100 })).kind).toBe('ok');
     expect((await guard.check(req(101), { member: 0, guild: 100, all: 100 })).kind).toBe('daily-cap');
+  });
+});
+
+describe('a settlement or release the database does not take', () => {
+  /** A guard on a store that refuses every decision while `away.now` is true, as a database that went down. */
+  async function guardWithOutage() {
+    const { store, clock } = await makeGuard();
+    const away = { now: false, attempts: 0 };
+    const flaky: BudgetStore = {
+      ...store,
+      locked: (work) => {
+        away.attempts += 1;
+        return away.now
+          ? Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432'))
+          : store.locked(work);
+      },
+    };
+    const guard = await createBudgetGuard({
+      store: flaky,
+      floorUsd: 0.5,
+      memberCharsPerMinute: 1_000_000,
+      logger: silentLogger,
+      now: () => clock.now,
+      retryDelaysMs: { first: 20, max: 40 },
+    });
+    await guard.recheck(async () => ({ ...fakeService(10).charge(1), characters: 1 }), {
+      guildId: 'g1',
+      userId: 'm1',
+    });
+    return { guard, store, away };
+  }
+
+  it('resolves at once (the service charged; the audio is the member’s) and writes the row when it is back', async () => {
+    const { guard, store, away } = await guardWithOutage();
+    const outcome = await guard.reserve(req(100));
+    if (outcome.kind !== 'reserved') throw new Error(outcome.kind);
+    away.now = true;
+    const recorded: number[] = [];
+    const settled = await guard.settle(
+      outcome.reservation,
+      { costUsd: 0.01, balanceUsd: 9.98, requestId: 'req-away' },
+      (id) => recorded.push(id),
+    );
+    expect(settled).toBeUndefined();
+    // Meanwhile the reservation holds its estimate: spending fails closed.
+    expect((await store.reservations(NOON)).map((r) => r.id)).toEqual([outcome.reservation.id]);
+    const tried = away.attempts;
+    await until('a retry', async () => (away.attempts > tried + 1 ? true : undefined));
+    away.now = false;
+    const ledgerId = await until('the row', async () => recorded[0]);
+    const status = await guard.status();
+    expect(status.inFlight).toBe(0);
+    expect(status.balanceUsd).toBeCloseTo(9.98, 9);
+    expect(typeof ledgerId).toBe('number');
+    expect(recorded).toHaveLength(1);
+  });
+
+  it('a release the database did not take is retried too, and the caller’s error is not replaced', async () => {
+    const { guard, away } = await guardWithOutage();
+    const outcome = await guard.reserve(req(100));
+    if (outcome.kind !== 'reserved') throw new Error(outcome.kind);
+    away.now = true;
+    await expect(
+      guard.release(outcome.reservation, new Error('the service said no')),
+    ).resolves.toBeUndefined();
+    away.now = false;
+    await until('the reservation freed', async () =>
+      (await guard.status()).inFlight === 0 ? true : undefined,
+    );
   });
 });

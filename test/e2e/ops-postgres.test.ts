@@ -145,4 +145,51 @@ describePg('the operations endpoint on PostgreSQL', () => {
     expect(rows).toBe(1);
     expect(world.logs.join('\n')).not.toContain(PASSWORD);
   });
+
+  it('plays audio the service charged while PostgreSQL was down, and writes its ledger row once it is back', async () => {
+    const capture = world.discord.voice(world.guild);
+    capture.clear();
+    const before = world.tts.requests.length;
+    // The charge is made, then the answer waits 1.5 s: PostgreSQL goes down in between, so the settlement (the
+    // ledger row, the balance the answer carries) cannot be written when the audio arrives.
+    world.tts.configure({ chargedLatencyMs: 1_500 });
+    try {
+      const reply = await world.discord.slash(world.member, 'speak', {
+        text: 'Paid while the database was away.',
+      });
+      expect(reply.content).toMatch(/Speaking now/);
+      const charged = await until('the charge', async () =>
+        world.tts.requests.slice(before).find((request) => request.chargedUsd > 0),
+      );
+      await server.halt();
+      // Heard while the database is still down: the money is spent, playing it costs nothing more.
+      await capture.untilFrames(25);
+      expect(reply.followUps()).toEqual([]);
+      await server.resume();
+      const row = await until('the ledger row', async () => {
+        const rows = await herald(
+          'SELECT cost_nanos::bigint AS cost, uncertain FROM budget_ledger WHERE request_id = $1',
+          [charged.requestId],
+        );
+        return rows[0];
+      });
+      expect(Number(row.cost)).toBe(Math.round(charged.chargedUsd * 1e9));
+      expect(Number(row.uncertain)).toBe(0);
+      expect(await herald('SELECT id FROM budget_reservations')).toEqual([]);
+    } finally {
+      world.tts.configure({ chargedLatencyMs: 0 });
+      await server.resume();
+    }
+  });
 });
+
+/** A query on Herald's database, as its owner. */
+async function herald(sql: string, values: unknown[] = []): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client({ connectionString: server.url.replace(/\/postgres$/, '/herald') });
+  await client.connect();
+  try {
+    return (await client.query(sql, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
