@@ -1,8 +1,8 @@
 /**
  * The soak run: Herald as its own process (`node src/index.ts`, as `npm start` with `SHARD_COUNT=1`) against both emulators in this
- * process, driven for a while by seeded random members, messages, commands, voice moves and faults, with its
+ * process, driven for a while by seeded random members, messages, commands, voice moves and faults (`traffic.ts`), with its
  * invariants checked continuously (see `tracker.ts`) and at the end (the ledger against the service's charges,
- * memory and open files). `soak/main.ts` is the command; `test/soak/soak.test.ts` runs three minutes of it.
+ * memory and open files, `memory.ts`). `soak/main.ts` is the command; `test/soak/soak.test.ts` runs three minutes of it.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,11 +17,12 @@ import { heraldEnv } from '../test/e2e/harness.ts';
 import { createFaults, type FaultKind } from './faults.ts';
 import { withHeraldLog } from './incident-log.ts';
 import { compareLedger, type LedgerCheck, lostRequests, readLedger } from './ledger.ts';
+import { heapUsedMb, type MemoryFigures, type MemorySample, memoryOf } from './memory.ts';
 import { createRandom } from './prng.ts';
-import { createSoakServers, type SoakServer } from './servers.ts';
-import { slope } from './stats.ts';
+import { createSoakServers } from './servers.ts';
 import { createToneDetector, SOAK_SPEAKERS } from './tones.ts';
 import { createTracker, type Outcome, type SilentIncident } from './tracker.ts';
+import { createTraffic } from './traffic.ts';
 
 /** Options of {@link runSoak}. */
 export interface SoakOptions {
@@ -59,14 +60,9 @@ export interface SoakResult {
   /** Each with what Herald logged about its server from a minute before it to 20 s after (`incident-log.ts`). */
   readonly silentIncidents: readonly (SilentIncident & { readonly heraldLog: readonly string[] })[];
   readonly ledger: LedgerCheck;
-  readonly memory: {
-    readonly rssMb: { first: number; last: number; max: number; slopeMbPerHour: number };
-    /** V8's heap in use (Herald's /metrics): what JavaScript holds, without the allocator's slack. */
-    readonly heapMb: { first: number; last: number; max: number; slopeMbPerHour: number };
-    readonly openFiles: { first: number; last: number; max: number; slopePerHour: number };
-  };
+  readonly memory: MemoryFigures;
   /** Herald's memory and open files every 5 s (ms since the start), to look at the curve behind the slopes. */
-  readonly samples: readonly { t: number; rss: number; fds: number; heap: number | undefined }[];
+  readonly samples: readonly MemorySample[];
   readonly heraldExited: boolean;
   readonly violations: readonly string[];
   readonly heraldLogTail: string;
@@ -105,11 +101,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const violations: string[] = [];
   const reportedLost = new Set<string>();
   const commit = commitOf();
-  const commandCounts: Record<string, number> = {};
-  let autoreadMessages = 0;
-  let voiceMoves = 0;
   let herald: HeraldProcess | undefined;
-  const samples: { t: number; rss: number; fds: number; heap: number | undefined }[] = [];
+  const samples: MemorySample[] = [];
   let ledger: LedgerCheck | undefined;
   try {
     const metricsPort = await freePort();
@@ -149,74 +142,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const start = Date.now();
     const actUntil = start + options.minutes * 60_000 - DRAIN_MS;
     const end = start + options.minutes * 60_000;
-    const scale = servers.length / 50;
     let nextSample = start;
     let nextLedger = start + 30_000;
     let nextReport = start + 60_000;
-    let serial = 0;
 
-    const command = (server: SoakServer, name: string, run: () => Promise<void>): void => {
-      server.busy = true;
-      commandCounts[name] = (commandCounts[name] ?? 0) + 1;
-      run()
-        .catch((error: unknown) => violations.push(`/${name} in server ${server.index}: ${String(error)}`))
-        .finally(() => {
-          server.busy = false;
-        });
-    };
-
-    const speak = (server: SoakServer): void => {
-      const member = random.chance(0.85) ? server.inVoiceMember(random) : random.pick(server.members);
-      if (!member) return;
-      serial += 1;
-      const tag = `g${server.index}x${serial}`;
-      server.toneTurn = (server.toneTurn % (SOAK_SPEAKERS.length - 1)) + 1;
-      const speaker = SOAK_SPEAKERS[server.toneTurn] ?? SOAK_SPEAKERS[1];
-      const text = `${tag} ${words(random, 3 + random.int(10))}`;
-      command(server, 'speak', async () => {
-        const item = tracker.sent({
-          guild: server.index,
-          tag,
-          tone: speaker?.toneHz ?? 0,
-          sentAt: Date.now(),
-          followUps: () => 0,
-          refusal: undefined,
-        });
-        let reply: Awaited<ReturnType<typeof discord.slash>>;
-        try {
-          reply = await discord.slash(
-            member,
-            'speak',
-            { text, speaker: speaker?.name ?? '' },
-            { timeoutMs: 20_000 },
-          );
-        } catch (error) {
-          tracker.unanswered(item, Date.now());
-          violations.push(`/speak ${tag} got no answer: ${String(error)}`);
-          return;
-        }
-        const now = Date.now();
-        const joining = /^Joining your channel, about (\d+) s/.exec(reply.content);
-        if (joining || /^(Speaking now|Queued at position)/.test(reply.content)) {
-          item.followUps = () => reply.followUps().length;
-          tracker.accepted(item, now);
-          if (joining) tracker.hinder(server.index, now + (Number(joining[1]) + 15) * 1000);
-        } else {
-          tracker.refused(item, refusalKind(reply.content), now);
-        }
-      });
-    };
-
-    const actions = {
-      speak: 2.0,
-      message: 0.8,
-      skip: 0.08,
-      stop: 0.04,
-      join: 0.04,
-      leave: 0.03,
-      move: 0.25,
-      fault: 1 / (options.faultEverySeconds ?? 5),
-    } as const;
+    const traffic = createTraffic({
+      discord,
+      servers,
+      random,
+      tracker,
+      faults,
+      violations,
+      faultEverySeconds: options.faultEverySeconds ?? 5,
+    });
 
     while (Date.now() < end) {
       const now = Date.now();
@@ -242,50 +180,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       faults.tick(now);
       tracker.tick(now);
 
-      if (now < actUntil && !faults.gatewayDown()) {
-        const dt = (TICK_MS / 1000) * scale;
-        for (const [action, rate] of Object.entries(actions) as [keyof typeof actions, number][]) {
-          if (!random.chance(rate * dt)) continue;
-          const server = random.pick(servers);
-          if (action === 'fault') {
-            faults.inject(now);
-            continue;
-          }
-          if (action === 'move') {
-            voiceMoves += server.moveSomeone(random, faults.count);
-            continue;
-          }
-          if (action === 'message') {
-            const member = server.inVoiceMember(random);
-            if (!member) continue;
-            serial += 1;
-            discord.sendMessage(
-              member,
-              server.text,
-              `g${server.index}x${serial} ${words(random, 2 + random.int(8))}`,
-            );
-            autoreadMessages += 1;
-            continue;
-          }
-          if (server.busy) continue;
-          if (action === 'speak') speak(server);
-          else {
-            const member = server.inVoiceMember(random) ?? random.pick(server.members);
-            command(server, action, async () => {
-              const sentAt = Date.now();
-              const reply = await discord.slash(member, action, {}, { timeoutMs: 20_000 });
-              const at = Date.now();
-              if (action === 'skip' && /^Skipped/.test(reply.content)) tracker.skipped(server.index, at);
-              if (
-                (action === 'stop' && /^Stopped/.test(reply.content)) ||
-                (action === 'leave' && /^Left/.test(reply.content))
-              ) {
-                tracker.cleared(server.index, sentAt, at);
-              }
-            });
-          }
-        }
-      }
+      if (now < actUntil && !faults.gatewayDown()) traffic.act(now, TICK_MS);
 
       if (now >= nextSample) {
         samples.push({
@@ -368,9 +263,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       },
       startedAt,
       speak: { sent: tracker.all.length, outcomes, refusals },
-      autoreadMessages,
-      commands: commandCounts,
-      voiceMoves,
+      ...traffic.counts(),
       faults: faultCounts,
       silentIncidents: withHeraldLog(
         heraldLogFile,
@@ -407,47 +300,6 @@ const OUTCOMES: readonly Outcome[] = [
 const SESSION_END =
   /disconnected from|could not connect|lost the voice connection|voice channel was deleted|nobody is listening|nothing to say for a while|no longer speak/;
 
-/** A refusal's reason in a few words, for counting. */
-function refusalKind(content: string): string {
-  if (/Join a voice channel first/.test(content)) return 'not in voice';
-  if (/already speaking in/.test(content)) return 'in another channel';
-  if (/queue is full|messages waiting/.test(content)) return 'queue full';
-  if (/floor|budget|balance|spending/i.test(content)) return 'budget';
-  if (/rate|too fast|per minute/i.test(content)) return 'rate';
-  return content.slice(0, 50);
-}
-
-const WORDS = [
-  'hello',
-  'there',
-  'the',
-  'quick',
-  'brown',
-  'fox',
-  'soak',
-  'test',
-  'is',
-  'running',
-  'again',
-  'and',
-  'now',
-];
-function words(random: ReturnType<typeof createRandom>, n: number): string {
-  return Array.from({ length: n }, () => random.pick(WORDS)).join(' ');
-}
-
-/** Herald's V8 heap in use, in MB, from its /metrics; undefined when it does not answer within a second. */
-async function heapUsedMb(port: number): Promise<number | undefined> {
-  try {
-    const response = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(1_000) });
-    const text = await response.text();
-    const match = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
-    return match ? Number(match[1]) / 2 ** 20 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** A free TCP port on loopback. */
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -455,72 +307,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
-}
-
-/** Resident memory, V8 heap and open files: first, last, highest and the slope per hour after the warm-up. */
-function memoryOf(
-  samples: readonly { t: number; rss: number; fds: number; heap: number | undefined }[],
-  minutes: number,
-) {
-  // The first third (at least a minute) is warm-up: connections, caches and JIT fill up.
-  const warm = samples.filter((sample) => sample.t >= Math.max(60_000, (minutes * 60_000) / 3));
-  const rss = samples.map((sample) => sample.rss);
-  const fds = samples.map((sample) => sample.fds);
-  const round = (value: number) => Math.round(value * 10) / 10;
-  const rssSlope = slope(warm.map((sample) => [sample.t / 3_600_000, sample.rss]));
-  const heaps = samples.flatMap((sample) => (sample.heap === undefined ? [] : [sample.heap]));
-  const heapSlope = slope(
-    warm.flatMap((sample) =>
-      sample.heap === undefined ? [] : [[sample.t / 3_600_000, sample.heap] as const],
-    ),
-  );
-  const fdSlope = slope(warm.map((sample) => [sample.t / 3_600_000, sample.fds]));
-  const violations: string[] = [];
-  const warmFds = warm.map((sample) => sample.fds);
-  // Flat means no growth beyond noise: a leaked socket per utterance or per fault would add hundreds.
-  if (warmFds.length > 0 && Math.max(...warmFds) > (warmFds[0] ?? 0) + 40) {
-    violations.push(`open files grew from ${warmFds[0]} to ${Math.max(...warmFds)} after the warm-up`);
-  }
-  // A leak raises what the heap keeps after each collection: compare its floor over the last third of the run
-  // with the middle third's. RSS is reported, not judged: the allocator returns memory to the kernel when it
-  // pleases (an hour's run went 171 → 320 → 227 MB with no growth of the heap floor).
-  const floor = (from: number, to: number): number | undefined => {
-    const values = samples.flatMap((sample) =>
-      sample.heap !== undefined && sample.t >= from && sample.t < to ? [sample.heap] : [],
-    );
-    return values.length > 0 ? Math.min(...values) : undefined;
-  };
-  const runMs = minutes * 60_000;
-  const middleFloor = floor(runMs / 3, (2 * runMs) / 3);
-  const lastFloor = floor((2 * runMs) / 3, Number.POSITIVE_INFINITY);
-  if (minutes >= 20 && middleFloor !== undefined && lastFloor !== undefined && lastFloor > middleFloor + 20) {
-    violations.push(
-      `the heap Herald keeps after collections grew from ${round(middleFloor)} MB to ${round(lastFloor)} MB over the run's last two thirds`,
-    );
-  }
-  return {
-    figures: {
-      rssMb: {
-        first: round(rss[0] ?? 0),
-        last: round(rss.at(-1) ?? 0),
-        max: round(Math.max(0, ...rss)),
-        slopeMbPerHour: round(rssSlope),
-      },
-      heapMb: {
-        first: round(heaps[0] ?? 0),
-        last: round(heaps.at(-1) ?? 0),
-        max: round(Math.max(0, ...heaps)),
-        slopeMbPerHour: round(heapSlope),
-      },
-      openFiles: {
-        first: fds[0] ?? 0,
-        last: fds.at(-1) ?? 0,
-        max: Math.max(0, ...fds),
-        slopePerHour: round(fdSlope),
-      },
-    },
-    violations,
-  };
 }
 
 /** The first words of a recorded request's text, for a violation line. */
