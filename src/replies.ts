@@ -11,7 +11,7 @@ import { AudioFormatError } from './audio/errors.ts';
 import { formatUsd } from './budget/index.ts';
 import { UserFacingError } from './errors.ts';
 import type { Logger } from './log.ts';
-import { DatabaseTimeoutError } from './storage/index.ts';
+import { DatabaseTimeoutError, isDatabaseUnavailable } from './storage/index.ts';
 import { TtsError, type TtsInsufficientBalanceError, type TtsRateLimitedError } from './tts/index.ts';
 
 /** Replies never ping anyone. */
@@ -60,9 +60,15 @@ export function describeFailure(error: unknown, logger: Logger): string {
       ? 'The speech service’s audio stopped short, so the rest of this message could not be played.'
       : 'The speech service sent audio I could not play.';
   }
-  // A database host gone silent: nothing the member can fix, but nothing to hide behind an error id either.
-  if (error instanceof DatabaseTimeoutError) {
-    logger.error('the database did not answer in time', { err: error });
+  // A database host gone silent, down or restarting: nothing the member can fix, but nothing to hide behind an
+  // error id either.
+  if (isDatabaseUnavailable(error)) {
+    logger.error(
+      error instanceof DatabaseTimeoutError
+        ? 'the database did not answer in time'
+        : 'the database is unavailable',
+      { err: error },
+    );
     return 'Herald’s database is not answering right now, so this did not go through. Try again in a moment.';
   }
   const id = randomBytes(4).toString('hex');

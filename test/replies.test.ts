@@ -36,6 +36,12 @@ describe('describeFailure', () => {
     expect(logged).toMatchObject([{ level: 'error', msg: 'the database did not answer in time' }]);
   });
 
+  it('a refused connection that did not come from the database is not taken for one', () => {
+    logged.length = 0;
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:443'), { code: 'ECONNREFUSED' });
+    expect(describeFailure(refused, logger)).toMatch(/error id [0-9a-f]{8}/);
+  });
+
   it('anything unexpected: an error id the operator can find in the log', () => {
     logged.length = 0;
     const sentence = describeFailure(new Error('boom'), logger);

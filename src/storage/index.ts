@@ -10,6 +10,7 @@ export {
   DatabaseTimeoutError,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_STATEMENT_TIMEOUT_MS,
+  isDatabaseUnavailable,
 } from './postgres/database.ts';
 
 /** A server's settings; reads of a server never configured return {@link defaultGuildSettings}. */

@@ -94,6 +94,11 @@ describePg('the operations endpoint on PostgreSQL', () => {
     expect(down.body.checks.gateway).toEqual({ ok: true });
     expect(down.body.checks.tts).toEqual({ ok: true });
     expect(down.text).not.toContain(PASSWORD);
+    // A member is told what is wrong in a sentence, not handed an error id.
+    const refused = await world.discord.slash(world.member, 'speak', { text: 'Anyone there?' });
+    expect(refused.content).toBe(
+      'Herald’s database is not answering right now, so this did not go through. Try again in a moment.',
+    );
 
     // Prometheus keeps scraping: everything that needs no database, and a gauge saying the budget's was not read.
     const scrape = await get('/metrics');

@@ -75,6 +75,47 @@ export class DatabaseTimeoutError extends Error {
   }
 }
 
+/**
+ * Failures that say PostgreSQL cannot be reached or is going away, not that a statement was wrong: socket errors,
+ * SQLSTATE class 08 (connection exception), 57P01–57P03 (shut down by an admin, after a crash, not yet accepting
+ * connections), and pg's own words for a connection that ended or could not open in time.
+ */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+const UNAVAILABLE_MESSAGE = /^Connection terminated|timeout exceeded when trying to connect/;
+
+/** Errors the adapter passed on from pg: only those are judged by {@link isDatabaseUnavailable}. */
+const fromPostgres = new WeakSet<object>();
+
+/** Remembers that `error` came from PostgreSQL (or from reaching it), and returns it. */
+function passedOn(error: unknown): unknown {
+  if (typeof error === 'object' && error !== null) fromPostgres.add(error);
+  return error;
+}
+
+/**
+ * True for a failure of the database itself, not of what was asked of it: a statement PostgreSQL did not answer in
+ * time, or a connection it refused, cut or could not open. The member can do nothing about it but try again later.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (error instanceof DatabaseTimeoutError) return true;
+  if (!(error instanceof Error) || !fromPostgres.has(error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  return UNAVAILABLE_MESSAGE.test(error.message);
+}
+
 const duration = (ms: number): string => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`);
 
 // Every process running migrations takes this session-level advisory lock first, so two processes starting at
@@ -115,7 +156,7 @@ async function bounded(
     if (error instanceof Error && error.message === PG_READ_TIMEOUT) {
       throw new DatabaseTimeoutError(timeoutMs, { cause: error });
     }
-    throw error;
+    throw passedOn(error);
   }
 }
 
@@ -166,7 +207,9 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
   pool.on('error', () => {});
 
   const withClient = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
-    const client = await pool.connect();
+    const client = await pool.connect().catch((error: unknown) => {
+      throw passedOn(error);
+    });
     // A checked-out client whose connection drops emits 'error' besides failing its statement, and pg-pool listens
     // only while the client is idle: unheard, that would exit Herald. The failed statement carries the error.
     const ignore = (): void => {};
