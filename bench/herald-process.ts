@@ -27,7 +27,10 @@ export interface HeraldProcess {
    * over (and zeroed) as it was first touched.
    */
   minorFaults(): number;
-  /** Open file descriptors now (sockets, files, pipes, timers' eventfds): Node's handles as the kernel sees them. */
+  /**
+   * Open file descriptors now (sockets, files, pipes, timers' eventfds), the process and its children together:
+   * Node's handles as the kernel sees them.
+   */
   openFiles(): number;
   /** The memory allocators mapped into the process and its children, each named once (`glibc`, `jemalloc`, …). */
   allocators(): string[];
@@ -125,7 +128,13 @@ export function startHeraldProcess(
       return kb / 1024;
     },
     openFiles() {
-      return readdirSync(`/proc/${pid}/fd`).length;
+      return tree(pid).reduce((sum, id) => {
+        try {
+          return sum + readdirSync(`/proc/${id}/fd`).length;
+        } catch {
+          return sum; // it exited meanwhile
+        }
+      }, 0);
     },
     allocators() {
       return [...new Set(tree(pid).map((id) => allocatorOf(id) ?? 'unknown'))].sort();

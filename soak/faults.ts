@@ -31,8 +31,20 @@ export const FAULT_WEIGHTS = {
   'tts-slow-headers': 1,
 } as const;
 
+/**
+ * With Herald on PostgreSQL, the database goes away too (its server stopped, as a restart or a failover does,
+ * for 3–9 s, every client cut off): one outage in about forty faults.
+ */
+const DATABASE_OUTAGE_WEIGHT = 0.5;
+
 /** A kind of fault the soak injects (member moves that change Herald's DAVE group count as `dave-rekey` too). */
-export type FaultKind = keyof typeof FAULT_WEIGHTS;
+export type FaultKind = keyof typeof FAULT_WEIGHTS | 'database-outage';
+
+/** A database the soak can take away and bring back (test/support/postgres.ts). */
+export interface Outage {
+  halt(): Promise<void>;
+  resume(): Promise<void>;
+}
 
 const TTS_FAULTS: Partial<Record<FaultKind, Fault>> = {
   'tts-429': { kind: 'status', status: 429, body: { error: { code: 'rate_limited', message: 'Slow down' } } },
@@ -59,6 +71,8 @@ export interface FaultOptions {
   readonly tracker: Tracker;
   readonly hinderMs: number;
   readonly log: (line: string) => void;
+  /** Herald's database, when the soak may stop it (PostgreSQL). */
+  readonly database?: Outage | undefined;
 }
 
 /** The fault injector: `inject` one now, `tick` to follow what the faults did. */
@@ -96,8 +110,37 @@ export function createFaults(options: FaultOptions) {
       });
   };
 
+  let databaseDown = false;
+  const weights: Partial<Record<FaultKind, number>> = options.database
+    ? { ...FAULT_WEIGHTS, 'database-outage': DATABASE_OUTAGE_WEIGHT }
+    : FAULT_WEIGHTS;
+  // Every server waits while the database is away, and for Herald's bounded waits after it is back.
+  const outage = (database: Outage): void => {
+    if (databaseDown) return;
+    databaseDown = true;
+    count('database-outage');
+    const downMs = 3_000 + random.int(6_000);
+    tracker.hinder('all', Number.POSITIVE_INFINITY);
+    database
+      .halt()
+      .then(
+        () => new Promise<void>((resolve) => later(downMs, resolve)),
+        (error: unknown) => options.log(`the database did not stop: ${String(error)}`),
+      )
+      .then(() => database.resume())
+      .catch((error: unknown) => options.log(`the database did not come back: ${String(error)}`))
+      .finally(() => {
+        for (const server of tracker.servers) server.hinderedUntil = Date.now() + hinderMs;
+        databaseDown = false;
+      });
+  };
+
   const inject = (now: number): void => {
-    const kind = random.weighted(FAULT_WEIGHTS);
+    const kind = random.weighted(weights as Record<FaultKind, number>);
+    if (kind === 'database-outage') {
+      if (options.database) outage(options.database);
+      return;
+    }
     const tts_ = TTS_FAULTS[kind];
     if (tts_) {
       tts.inject(tts_);
@@ -160,6 +203,8 @@ export function createFaults(options: FaultOptions) {
   return {
     inject,
     gatewayDown: () => gatewayDown,
+    /** The database is away (or coming back). */
+    databaseDown: () => databaseDown,
     /** Counts a fault injected elsewhere (a member move that re-keys Herald's DAVE group). */
     count,
     /** A TTS request that took a fault excuses its server's silence while Herald's timeouts run. */

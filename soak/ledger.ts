@@ -1,5 +1,6 @@
 /** Herald's ledger (its database's `budget_ledger`) against what the TTS emulator charged, request by request. */
 import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
 import type { RecordedRequest } from '../emulators/tts/index.ts';
 
 /** A ledger row as the soak compares it. */
@@ -49,6 +50,28 @@ export async function readLedger(path: string): Promise<LedgerRow[]> {
     }));
   } finally {
     db.close();
+  }
+}
+
+/** Every ledger row from Herald's PostgreSQL database at `url`. @throws while the database is away */
+export async function readPostgresLedger(url: string): Promise<LedgerRow[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{
+      request_id: string | null;
+      cost_nanos: string | null;
+      estimated_cost_nanos: string | null;
+      uncertain: number;
+    }>('SELECT request_id, cost_nanos, estimated_cost_nanos, uncertain FROM budget_ledger');
+    return rows.map((row) => ({
+      requestId: row.request_id,
+      costUsd: Number(row.cost_nanos ?? 0) / 1e9,
+      uncertain: Number(row.uncertain) !== 0,
+      estimateUsd: Number(row.estimated_cost_nanos ?? 0) / 1e9,
+    }));
+  } finally {
+    await client.end().catch(() => {});
   }
 }
 

@@ -14,9 +14,16 @@ import { startDiscordEmulator } from '../emulators/discord/index.ts';
 import { trustedTestCertificate } from '../emulators/discord/tls.ts';
 import { startTtsEmulator } from '../emulators/tts/index.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
-import { createFaults, type FaultKind } from './faults.ts';
+import { createFaults, type FaultKind, type Outage } from './faults.ts';
 import { withHeraldLog } from './incident-log.ts';
-import { compareLedger, type LedgerCheck, lostRequests, readLedger } from './ledger.ts';
+import {
+  compareLedger,
+  type LedgerCheck,
+  type LedgerRow,
+  lostRequests,
+  readLedger,
+  readPostgresLedger,
+} from './ledger.ts';
 import { heapUsedMb, type MemoryFigures, type MemorySample, memoryOf } from './memory.ts';
 import { createRandom } from './prng.ts';
 import { createSoakServers } from './servers.ts';
@@ -37,6 +44,13 @@ export interface SoakOptions {
   readonly faultEverySeconds?: number;
   /** Extra environment for Herald. */
   readonly heraldEnv?: Record<string, string>;
+  /**
+   * Herald on this PostgreSQL database (its URL) rather than a SQLite file; the soak stops and starts its server
+   * now and then (a `database-outage` fault).
+   */
+  readonly postgres?: (Outage & { readonly url: string }) | undefined;
+  /** Herald as the sharding manager with this many shard processes (`npm run start:shards`); default one process. */
+  readonly shards?: number | undefined;
   readonly progress?: (line: string) => void;
 }
 
@@ -52,6 +66,8 @@ export interface SoakResult {
     loadAverage: { start: number[]; end: number[] };
   };
   readonly startedAt: string;
+  /** Where Herald kept its state, and as how many shard processes it ran. */
+  readonly herald: { readonly database: 'sqlite' | 'postgres'; readonly shards: number };
   readonly speak: { sent: number; outcomes: Record<Outcome, number>; refusals: Record<string, number> };
   readonly autoreadMessages: number;
   readonly commands: Record<string, number>;
@@ -88,6 +104,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   ]);
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-soak-'));
   const databasePath = join(dataDir, 'herald.sqlite');
+  const shards = options.shards ?? 1;
+  const ledgerRows = (): Promise<LedgerRow[]> =>
+    options.postgres ? readPostgresLedger(options.postgres.url) : readLedger(databasePath);
   const caPath = join(dataDir, 'ca.pem');
   // Outside the data folder, which goes at the end: a run that violated an invariant keeps it.
   const heraldLogFile = join(tmpdir(), `herald-soak-${options.seed}-${process.pid}.log`);
@@ -109,6 +128,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     herald = startHeraldProcess(
       {
         ...heraldEnv(discord, tts, databasePath),
+        ...(options.postgres ? { DATABASE_URL: options.postgres.url, DATABASE_POOL_SIZE: '4' } : {}),
+        ...(shards > 1 ? { SHARD_COUNT: String(shards) } : {}),
         // The operations endpoint, for the V8 heap figures beside the kernel's RSS.
         METRICS_PORT: String(metricsPort),
         // Every session's story, for a rare incident to be explained from the run that found it (the whole log
@@ -122,7 +143,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       },
       [],
       dataDir,
-      { logFile: heraldLogFile },
+      { logFile: heraldLogFile, entry: shards > 1 ? 'shards' : 'index' },
     );
     await herald.untilReady(discord.untilReady());
     await sleep(2_000);
@@ -136,7 +157,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       );
     }
 
-    const faults = createFaults({ discord, tts, servers, random, tracker, hinderMs: HINDER_MS, log });
+    const faults = createFaults({
+      discord,
+      tts,
+      servers,
+      random,
+      tracker,
+      hinderMs: HINDER_MS,
+      log,
+      database: options.postgres,
+    });
     const detectors = servers.map(() => createToneDetector());
     const seenMessages = servers.map(() => 0);
     const start = Date.now();
@@ -191,9 +221,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         });
         nextSample = now + 5_000;
       }
-      if (now >= nextLedger) {
-        // Each charged generation is given 30 s to reach the ledger; each one missing is reported once.
-        const rows = await readLedger(databasePath);
+      // Each charged generation is given 30 s to reach the ledger; each one missing is reported once. (While
+      // PostgreSQL is away the ledger cannot be read: it is looked at again soon after.)
+      const rows =
+        now >= nextLedger && !faults.databaseDown() ? await ledgerRows().catch(() => undefined) : [];
+      if (now >= nextLedger && !rows) nextLedger = now + 5_000;
+      else if (now >= nextLedger && rows) {
         for (const lost of lostRequests(rows, tts.requests, now - 30_000)) {
           if (reportedLost.has(lost.requestId)) continue;
           reportedLost.add(lost.requestId);
@@ -213,11 +246,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       await sleep(TICK_MS);
     }
     tracker.finish(Date.now());
+    while (faults.databaseDown()) await sleep(250);
     faults.close();
     const faultCounts = faults.counts();
     await herald.stop();
-    ledger = compareLedger(await readLedger(databasePath), tts.requests, Number.POSITIVE_INFINITY);
-    for (const lost of lostRequests(await readLedger(databasePath), tts.requests, Number.POSITIVE_INFINITY)) {
+    const finalRows = await ledgerRows();
+    ledger = compareLedger(finalRows, tts.requests, Number.POSITIVE_INFINITY);
+    for (const lost of lostRequests(finalRows, tts.requests, Number.POSITIVE_INFINITY)) {
       if (reportedLost.has(lost.requestId)) continue;
       violations.push(
         `ledger: generation ${lost.requestId} charged at ${Math.round((lost.receivedAt - start) / 1000)} s is missing at the end (text "${describeText(lost.body)}", status ${lost.status}, faults ${lost.faults.join('+') || 'none'})`,
@@ -262,6 +297,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         loadAverage: { start: loadStart, end: loadavg().map((value) => Math.round(value * 100) / 100) },
       },
       startedAt,
+      herald: { database: options.postgres ? 'postgres' : 'sqlite', shards },
       speak: { sent: tracker.all.length, outcomes, refusals },
       ...traffic.counts(),
       faults: faultCounts,

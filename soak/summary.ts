@@ -12,7 +12,10 @@ export function formatSummary(r: SoakResult): string {
       'machine',
       `${r.machine.cpus} cores, Node ${r.machine.node}, commit ${r.machine.commit}, load ${r.machine.loadAverage.start.join(' ')} → ${r.machine.loadAverage.end.join(' ')}`,
     ],
-    ['run', `${r.minutes} min, ${r.servers} servers, seed ${r.seed}`],
+    [
+      'run',
+      `${r.minutes} min, ${r.servers} servers, seed ${r.seed}; Herald on ${r.herald.database === 'postgres' ? 'PostgreSQL' : 'SQLite'}${r.herald.shards > 1 ? ` as ${r.herald.shards} shard processes` : ''}`,
+    ],
     [
       '/speak',
       `${r.speak.sent} sent: ${o.heard} heard, ${o.refused} refused with a reason, ${o['failed-told']} failed and told, ${o['ended-told']} told by the session's end, ${o.dropped} dropped by /skip, /stop or /leave`,
