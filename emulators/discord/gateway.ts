@@ -333,6 +333,10 @@ export function createGateway(options: GatewayOptions): Gateway {
         if (!ws) continue;
         if (!resumable) sessions.delete(session.shard[0]);
         send(ws, { op: OP.invalid, d: resumable });
+        // An invalidated session is sent nothing more until it resumes: what happens meanwhile is logged and
+        // replayed after the sequence its RESUME names. Sent on as well, an event could reach the client after it
+        // built that RESUME (discord.js resumes on the same socket), and the replay would deliver it twice.
+        session.ws = undefined;
       }
     },
     heartbeats,

@@ -273,6 +273,26 @@ describe('fault controls', () => {
     expect((await world.discord.slash(world.member, 'join')).content).toBe('Joined.');
   });
 
+  it('op 9 resumable=true: the client resumes, and what happened meanwhile arrives once', async () => {
+    world = await startWorld();
+    const { discord, bot, member, text } = world;
+    const seen: string[] = [];
+    // Without the message content intent the content is empty: messages are told apart by their ids.
+    bot.client.on('raw', (packet: { t?: string; d?: { id?: string } }) => {
+      if (packet.t === 'MESSAGE_CREATE') seen.push(packet.d?.id ?? '');
+    });
+    const restored = discord.untilSessionRestored();
+    discord.faults.invalidateSession(true);
+    // Sent at once, before the client's RESUME can have arrived.
+    const sent = discord.sendMessage(member, text, 'meanwhile 1');
+    expect(await restored).toBe('resumed');
+    const after = discord.sendMessage(member, text, 'meanwhile 2');
+    await waitUntil(() => seen.length, 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(seen).toEqual([sent.id, after.id]);
+    expect(discord.identifies).toHaveLength(1);
+  });
+
   it('op 9 resumable=false makes the client identify afresh', async () => {
     world = await startWorld();
     const restored = world.discord.untilSessionRestored({ timeoutMs: 15_000 });
