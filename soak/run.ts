@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { type HeraldProcess, startHeraldProcess } from '../bench/herald-process.ts';
 import { startDiscordEmulator } from '../emulators/discord/index.ts';
 import { trustedTestCertificate } from '../emulators/discord/tls.ts';
-import { startTtsEmulator } from '../emulators/tts/index.ts';
+import { type RecordedRequest, startTtsEmulator } from '../emulators/tts/index.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { createFaults, type FaultKind, type Outage } from './faults.ts';
 import { withHeraldLog } from './incident-log.ts';
@@ -221,20 +221,18 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         });
         nextSample = now + 5_000;
       }
-      // Each charged generation is given 30 s to reach the ledger; each one missing is reported once. (While
-      // PostgreSQL is away the ledger cannot be read: it is looked at again soon after.)
-      const rows =
-        now >= nextLedger && !faults.databaseDown() ? await ledgerRows().catch(() => undefined) : [];
-      if (now >= nextLedger && !rows) nextLedger = now + 5_000;
-      else if (now >= nextLedger && rows) {
-        for (const lost of lostRequests(rows, tts.requests, now - 30_000)) {
+      if (now >= nextLedger) {
+        // Each charged generation is given 30 s to reach the ledger; each one missing is reported once. (While
+        // PostgreSQL is away the ledger cannot be read: it is looked at again 5 s later.)
+        const rows = faults.databaseDown() ? undefined : await ledgerRows().catch(() => undefined);
+        for (const lost of rows ? lostRequests(rows, tts.requests, now - 30_000) : []) {
           if (reportedLost.has(lost.requestId)) continue;
           reportedLost.add(lost.requestId);
           violations.push(
             `ledger: generation ${lost.requestId} charged at ${Math.round((lost.receivedAt - start) / 1000)} s is missing (text "${describeText(lost.body)}", status ${lost.status}, faults ${lost.faults.join('+') || 'none'})`,
           );
         }
-        nextLedger = now + 30_000;
+        nextLedger = now + (rows ? 30_000 : 5_000);
       }
       if (now >= nextReport) {
         const heard = tracker.all.filter((item) => item.outcome === 'heard').length;
@@ -259,6 +257,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       );
     }
     if (ledger.extraRows > 0) violations.push(`ledger: ${ledger.extraRows} rows the service never charged`);
+    // Every /speak and every message carries its own tag: one paid for twice was generated twice.
+    for (const [tag, times] of paidTwice(tts.requests)) {
+      violations.push(`${tag} was paid for ${times} times`);
+    }
     // Recorded never exceeds charged; what was charged and not recorded is bounded by the uncertain rows.
     if (
       ledger.ledgerUsd - ledger.chargedUsd > 1e-6 ||
@@ -343,6 +345,18 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** Tags (`g<server>x<serial>`) the service charged for more than once, with how many times. */
+function paidTwice(requests: readonly RecordedRequest[]): [string, number][] {
+  const charged = new Map<string, number>();
+  for (const request of requests) {
+    if (!(request.chargedUsd > 0)) continue;
+    const text = (request.body as { text?: unknown } | undefined)?.text;
+    const tag = typeof text === 'string' ? /g\d+x\d+/.exec(text)?.[0] : undefined;
+    if (tag) charged.set(tag, (charged.get(tag) ?? 0) + 1);
+  }
+  return [...charged].filter(([, times]) => times > 1);
 }
 
 /** The first words of a recorded request's text, for a violation line. */
