@@ -1,6 +1,13 @@
 import { hostname } from 'node:os';
 import { generateDependencyReport } from '@discordjs/voice';
-import { Client, type Guild as DiscordGuild, Events, GatewayIntentBits, Partials } from 'discord.js';
+import {
+  Client,
+  type Guild as DiscordGuild,
+  Events,
+  GatewayIntentBits,
+  type Interaction,
+  Partials,
+} from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands } from '../commands/index.ts';
 import { createVoiceAutoJoin } from './autoread/auto-join.ts';
@@ -18,6 +25,7 @@ import { adoptShardCacheFolders, createAudioCache, createCacheStore } from './ca
 import type { Deps } from './command.ts';
 import { type Config, secretsOf } from './config.ts';
 import { contained } from './contain.ts';
+import { firstSightOnly } from './first-sight.ts';
 import { createInteractionHandler } from './interactions.ts';
 import type { Logger } from './log.ts';
 import { createMemberStore, tunedSynthesize } from './members/index.ts';
@@ -302,7 +310,17 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     },
   });
 
-  const onInteraction = createInteractionHandler(commands, deps);
+  // A gateway replay can deliver an interaction twice: the second is not run (nor paid for) again. (discord.js
+  // itself drops a replayed message it still has in its cache.)
+  const onInteraction = firstSightOnly(
+    (interaction: Interaction) => interaction.id,
+    createInteractionHandler(commands, deps),
+    (interaction) =>
+      logger.warn('ignored an interaction Discord delivered twice', {
+        id: interaction.id,
+        guild: interaction.guildId,
+      }),
+  );
   // Every handler is contained: an exception in one server's event is logged with that server, never fatal.
   client.on(
     Events.InteractionCreate,

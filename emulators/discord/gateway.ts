@@ -85,6 +85,8 @@ export interface Gateway {
   reconnect(shardId?: number): void;
   /** Sends op 9 with `d: resumable` to every connected session (or one shard's); non-resumable ones are forgotten. */
   invalidateSession(resumable: boolean, shardId?: number): void;
+  /** Sends the next dispatch of `event` twice, with the same sequence (a replay of what the client had). */
+  deliverTwice(event: string): void;
   /** Number of heartbeats answered and ignored so far, for tests of the fault. */
   readonly heartbeats: { acked: number; dropped: number };
   close(): void;
@@ -127,6 +129,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   // One session per shard id; a session outlives its socket so that the bot can RESUME it.
   const sessions = new Map<number, Session>();
   let dropHeartbeats = false;
+  /** Events whose next dispatch goes out twice (deliverTwice). */
+  const twice = new Set<string>();
   let readyWaiters: (() => void)[] = [];
 
   const send = (ws: WebSocket, payload: object): void => {
@@ -149,7 +153,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     session.seq += 1;
     const entry = { s: session.seq, t: event, d: data };
     session.log.push(entry);
-    if (session.ws) send(session.ws, { op: OP.dispatch, ...entry });
+    if (!session.ws) return;
+    send(session.ws, { op: OP.dispatch, ...entry });
+    if (twice.delete(event)) send(session.ws, { op: OP.dispatch, ...entry });
   };
 
   const guildIdOf = (event: string, data: unknown): string | undefined => {
@@ -326,6 +332,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     reconnect: (shardId) => {
       for (const session of targets(shardId)) if (session.ws) send(session.ws, { op: OP.reconnect, d: null });
+    },
+    deliverTwice: (event) => {
+      twice.add(event);
     },
     invalidateSession: (resumable, shardId) => {
       for (const session of targets(shardId)) {

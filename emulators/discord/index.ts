@@ -406,6 +406,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       dropGatewayHeartbeats: (on) => gateway.dropHeartbeats(on),
       reconnectGateway: (shardId) => gateway.reconnect(shardId),
       invalidateSession: (resumable, shardId) => gateway.invalidateSession(resumable, shardId),
+      deliverTwice: (event) => gateway.deliverTwice(event),
       refuseVoiceJoin: (on) => {
         flags.refuseVoiceJoin = on;
       },

@@ -182,6 +182,11 @@ export interface Faults {
   reconnectGateway(shardId?: number): void;
   /** Gateway op 9. */
   invalidateSession(resumable: boolean, shardId?: number): void;
+  /**
+   * Delivers the next `event` dispatch twice, with the same sequence number, as a RESUME naming a sequence older
+   * than what the client had handled makes a replay do (discord.js can name one: see src/first-sight.ts).
+   */
+  deliverTwice(event: string): void;
   /** While on, a voice join gets its VOICE_STATE_UPDATE but never a VOICE_SERVER_UPDATE. */
   refuseVoiceJoin(on: boolean): void;
   /** Holds the voice READY back by `ms` on every voice handshake (0 turns it off). */

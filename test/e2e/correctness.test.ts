@@ -149,6 +149,27 @@ describe('dropping paid audio at any moment', () => {
   });
 });
 
+describe('an event Discord delivers twice (a gateway replay)', () => {
+  it('a /speak and a message read aloud are each paid for and spoken once', async () => {
+    const w = await open();
+    await w.discord.slash(w.admin, 'autoread', { channel: w.text, enabled: true }, { subcommand: 'channel' });
+    w.discord.faults.deliverTwice('INTERACTION_CREATE');
+    const reply = await w.discord.slash(w.member, 'speak', { text: FIRST });
+    expect(reply.content).toMatch(/^Speaking now/);
+    await w.discord.voice(w.guild).untilSilent({ quietMs: 500 });
+    expect(generations(w)).toBe(1);
+    w.discord.faults.deliverTwice('MESSAGE_CREATE');
+    w.discord.sendMessage(w.member, w.text, 'Read this one out once.');
+    await w.discord.voice(w.guild).untilSilent({ quietMs: 500 });
+    expect(generations(w)).toBe(2);
+    expect(ledger(w)).toHaveLength(2);
+    // The interaction is dropped by Herald, the message by discord.js (it has it in its cache already).
+    expect(w.logs.filter((line) => /ignored an interaction Discord delivered twice/.test(line))).toHaveLength(
+      1,
+    );
+  });
+});
+
 describe('paying as late as gapless playback allows', () => {
   it('/stop with three queued behind the one playing: at most one charge beyond what was heard', async () => {
     const w = await open();

@@ -264,11 +264,25 @@ describe('fault controls', () => {
     expect((await world.discord.slash(world.member, 'join')).content).toBe('Joined.');
   });
 
-  it('op 7 makes the client resume, and events sent meanwhile still arrive', async () => {
+  it('op 7 makes the client resume, and events sent meanwhile still arrive, once', async () => {
     world = await startWorld();
-    const restored = world.discord.untilSessionRestored();
-    world.discord.faults.reconnectGateway();
-    expect(await restored).toBe('resumed');
+    const { discord, bot, member, text } = world;
+    const seen: string[] = [];
+    bot.client.on('raw', (packet: { t?: string; d?: { id?: string } }) => {
+      if (packet.t === 'MESSAGE_CREATE') seen.push(packet.d?.id ?? '');
+    });
+    const sent: string[] = [];
+    for (let round = 0; round < 5; round++) {
+      const restored = discord.untilSessionRestored();
+      discord.faults.reconnectGateway();
+      sent.push(discord.sendMessage(member, text, `meanwhile ${round}`).id);
+      await new Promise((resolve) => setTimeout(resolve, round * 3));
+      sent.push(discord.sendMessage(member, text, `later ${round}`).id);
+      expect(await restored).toBe('resumed');
+    }
+    await waitUntil(() => seen.length, sent.length);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(seen).toEqual(sent);
     expect(world.discord.identifies).toHaveLength(1);
     expect((await world.discord.slash(world.member, 'join')).content).toBe('Joined.');
   });
