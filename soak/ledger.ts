@@ -30,24 +30,28 @@ export interface LedgerCheck {
   readonly extraRows: number;
 }
 
+const LEDGER_SELECT = 'SELECT request_id, cost_nanos, estimated_cost_nanos, uncertain FROM budget_ledger';
+
+/** A row as either database returns it (SQLite integers may be bigints, PostgreSQL's BIGINT strings). */
+interface StoredRow {
+  request_id: string | null;
+  cost_nanos: number | bigint | string | null;
+  estimated_cost_nanos: number | bigint | string | null;
+  uncertain: number | bigint;
+}
+
+const toRow = (row: StoredRow): LedgerRow => ({
+  requestId: row.request_id,
+  costUsd: Number(row.cost_nanos ?? 0) / 1e9,
+  uncertain: Number(row.uncertain) !== 0,
+  estimateUsd: Number(row.estimated_cost_nanos ?? 0) / 1e9,
+});
+
 /** Reads every ledger row from Herald's SQLite file, read-only (Herald may be writing). */
 export async function readLedger(path: string): Promise<LedgerRow[]> {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
-    const rows = db
-      .prepare('SELECT request_id, cost_nanos, estimated_cost_nanos, uncertain FROM budget_ledger')
-      .all() as {
-      request_id: string | null;
-      cost_nanos: number | bigint | null;
-      estimated_cost_nanos: number | bigint | null;
-      uncertain: number | bigint;
-    }[];
-    return rows.map((row) => ({
-      requestId: row.request_id,
-      costUsd: Number(row.cost_nanos ?? 0) / 1e9,
-      uncertain: Number(row.uncertain) !== 0,
-      estimateUsd: Number(row.estimated_cost_nanos ?? 0) / 1e9,
-    }));
+    return (db.prepare(LEDGER_SELECT).all() as unknown as StoredRow[]).map(toRow);
   } finally {
     db.close();
   }
@@ -58,18 +62,7 @@ export async function readPostgresLedger(url: string): Promise<LedgerRow[]> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   try {
     await client.connect();
-    const { rows } = await client.query<{
-      request_id: string | null;
-      cost_nanos: string | null;
-      estimated_cost_nanos: string | null;
-      uncertain: number;
-    }>('SELECT request_id, cost_nanos, estimated_cost_nanos, uncertain FROM budget_ledger');
-    return rows.map((row) => ({
-      requestId: row.request_id,
-      costUsd: Number(row.cost_nanos ?? 0) / 1e9,
-      uncertain: Number(row.uncertain) !== 0,
-      estimateUsd: Number(row.estimated_cost_nanos ?? 0) / 1e9,
-    }));
+    return (await client.query<StoredRow>(LEDGER_SELECT)).rows.map(toRow);
   } finally {
     await client.end().catch(() => {});
   }
