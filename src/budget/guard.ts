@@ -222,9 +222,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
       what,
       reservationId: reservation.id,
       error,
-      write: async () => {
-        await write();
-      },
+      write,
       forMs: ttlMs,
       logger,
       delaysMs: options.retryDelaysMs,

@@ -15,7 +15,7 @@ export interface LaterWrite {
   readonly what: string;
   readonly reservationId: number;
   /** The write; it may run again after a failure that left it done (it must be idempotent, as the guard's are). */
-  readonly write: () => Promise<void>;
+  readonly write: () => Promise<unknown>;
   /** Why the first attempt failed. */
   readonly error: unknown;
   /** Retries stop after this long: the reservation has expired by then and another decision closes it. */

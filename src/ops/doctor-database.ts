@@ -7,7 +7,13 @@ import { type Config, secretsOf } from '../config.ts';
 import { MEMBER_MIGRATIONS } from '../members/index.ts';
 import { holderOf, SHARD_LEASES_SELECT, type ShardLeaseHolder, type ShardLeaseRow } from '../shard/lease.ts';
 import { findSpeaker } from '../speakers.ts';
-import { type Dialect, type Migrations, openDatabase, SETTINGS_MIGRATIONS } from '../storage/index.ts';
+import {
+  type Dialect,
+  type Migrations,
+  openDatabase,
+  SETTINGS_MIGRATIONS,
+  UNREACHABLE_CODES,
+} from '../storage/index.ts';
 import type { Speaker } from '../tts/index.ts';
 import { type DoctorCheck, messageOf } from './doctor-check.ts';
 
@@ -183,16 +189,6 @@ async function readTables(
   return { dialect, versions, voices, account, autoRead, leases };
 }
 
-/** Network errors that mean no PostgreSQL answered at the URL's host and port. */
-const UNREACHABLE = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
-
 /** A PostgreSQL failure as a report row's detail and fix, by its SQLSTATE or socket error code. */
 function postgresProblem(error: unknown, where: string): { detail: string; fix: string } {
   const code = codeOf(error);
@@ -212,7 +208,7 @@ function postgresProblem(error: unknown, where: string): { detail: string; fix: 
       fix: `Create the database (\`createdb ${name}\`, or CREATE DATABASE ${name}; as an admin), or fix its name at the end of DATABASE_URL.`,
     };
   }
-  if ((code !== undefined && UNREACHABLE.has(code)) || /timeout/i.test(message)) {
+  if ((code !== undefined && UNREACHABLE_CODES.has(code)) || /timeout/i.test(message)) {
     return {
       detail: `${where} cannot be reached: ${message}`,
       fix: 'Check the host and port in DATABASE_URL, and that PostgreSQL runs and listens there (listen_addresses, firewall; under Compose the host is the service name).',

@@ -11,6 +11,7 @@ export {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_STATEMENT_TIMEOUT_MS,
   isDatabaseUnavailable,
+  UNREACHABLE_CODES,
 } from './postgres/database.ts';
 
 /** A server's settings; reads of a server never configured return {@link defaultGuildSettings}. */

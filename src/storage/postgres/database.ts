@@ -75,24 +75,23 @@ export class DatabaseTimeoutError extends Error {
   }
 }
 
-/**
- * Failures that say PostgreSQL cannot be reached or is going away, not that a statement was wrong: socket errors,
- * SQLSTATE class 08 (connection exception), 57P01–57P03 (shut down by an admin, after a crash, not yet accepting
- * connections), and pg's own words for a connection that ended or could not open in time.
- */
-const UNAVAILABLE_CODES = new Set([
+/** Network errors that mean no PostgreSQL answered at the URL's host and port. */
+export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
   'ETIMEDOUT',
   'EHOSTUNREACH',
   'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  '57P01',
-  '57P02',
-  '57P03',
 ]);
+
+/**
+ * Failures that say PostgreSQL cannot be reached or is going away, not that a statement was wrong: those above, a
+ * connection cut (ECONNRESET, EPIPE), SQLSTATE class 08 (connection exception), 57P01–57P03 (shut down by an admin,
+ * after a crash, not yet accepting connections), and pg's own words for a connection that ended or could not open
+ * in time.
+ */
+const UNAVAILABLE_CODES = new Set([...UNREACHABLE_CODES, 'ECONNRESET', 'EPIPE', '57P01', '57P02', '57P03']);
 const UNAVAILABLE_MESSAGE = /^Connection terminated|timeout exceeded when trying to connect/;
 
 /** Errors the adapter passed on from pg: only those are judged by {@link isDatabaseUnavailable}. */
