@@ -150,6 +150,8 @@ type OpusCodec = InstanceType<typeof opus.OpusEncoder>;
 // Discord plays one packet per 20 ms tick at 48 kHz.
 const RATE = 48_000;
 const FRAME_SAMPLES = 960;
+/** The length of every packet out, in ms. */
+const PACKET_MS = 20;
 // libopus's encoder delay at 48 kHz (OPUS_GET_LOOKAHEAD, 2.5 ms + 4 ms); @discordjs/opus cannot query it.
 const ENCODER_LOOKAHEAD = 312;
 
@@ -164,6 +166,14 @@ export interface OggOpusPacketizerOptions {
    * words. A few frames ahead absorb that; from a service faster than real time they are there within milliseconds.
    */
   readonly startFrames?: number;
+  /**
+   * How many packets to hold instead when the first `startFrames` came slower than twice real time (default
+   * `startFrames`): a player that starts on held packets is ahead of a slow service by little more than what it held
+   * (Herald's figures: SLOW_START_FRAMES in resource.ts). A faster service is never held longer.
+   */
+  readonly slowStartFrames?: number;
+  /** The clock the arrival of the first packets is timed with, in ms; default `performance.now`. */
+  readonly now?: () => number;
 }
 
 type Phase = 'head' | 'tags' | 'audio';
@@ -244,9 +254,13 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
   let pendingBytes = 0;
   let skipSamples = 0;
 
-  // The first packets, until `startFrames` of them are ready; undefined once they have been pushed.
+  // The first packets, until `startFrames` of them are ready (`slowStartFrames` if they came slowly); undefined once
+  // they have been pushed.
   const startFrames = options.startFrames ?? 1;
-  let held: Buffer[] | undefined = startFrames > 1 ? [] : undefined;
+  const slowStartFrames = Math.max(startFrames, options.slowStartFrames ?? startFrames);
+  const now = options.now ?? (() => performance.now());
+  let held: Buffer[] | undefined = slowStartFrames > 1 ? [] : undefined;
+  let firstHeldAt = 0;
   const release = (stream: PacketSink): void => {
     for (const packet of held ?? []) stream.push(packet);
     held = undefined;
@@ -259,7 +273,12 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
       return;
     }
     held.push(packet);
-    if (held.length >= startFrames) release(stream);
+    if (held.length === 1) firstHeldAt = now();
+    if (held.length >= slowStartFrames) release(stream);
+    else if (held.length === startFrames) {
+      // Twice real time or faster: the packets after these come sooner than the player needs them.
+      if (now() - firstHeldAt <= ((startFrames - 1) * PACKET_MS) / 2) release(stream);
+    }
   };
 
   // Audio already passed through has used up the pre-skip: it is only dropped from decoded audio at the start.

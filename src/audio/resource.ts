@@ -41,7 +41,13 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
       // Transform: the pipe and the Transform's writable side cost about as much as demuxing (`npm run bench:demux`).
       return new AudioResource<T>(
         [],
-        [readOggOpusPackets(audio, { logger, startFrames: START_FRAMES })],
+        [
+          readOggOpusPackets(audio, {
+            logger,
+            startFrames: START_FRAMES,
+            slowStartFrames: SLOW_START_FRAMES,
+          }),
+        ],
         o.metadata,
         o.trailingSilenceFrames ?? STOP_SILENCE_FRAMES,
       );
@@ -67,11 +73,19 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
 }
 
 /**
- * Frames an Ogg Opus resource holds before the player can start it: the first and two ahead, 40 ms against the
- * delays of a service that sends at real time (see `startFrames` of createOggOpusPacketizer). With three ready, the
- * player sends the first at once (patch 003), so a service faster than real time starts no later than before.
+ * Frames an Ogg Opus resource holds before the player can start it, from a service at twice real time or faster:
+ * the first and two ahead (see `startFrames` of createOggOpusPacketizer). With three ready, the player sends the
+ * first at once (patch 003), so such a service starts no later than before.
  */
 export const START_FRAMES = 3;
+
+/**
+ * Frames held instead when the first three came slower than twice real time (`slowStartFrames`): the player reads
+ * each frame a cycle before it sends it and sends the first at once, so from a service at real time three would
+ * leave it only 0–20 ms ahead of the service, and a frame of silence fell in the first utterance's words in one
+ * `npm run bench` P3 in three. Five leave it 40–60 ms ahead, for 40 ms more before the first word.
+ */
+export const SLOW_START_FRAMES = 5;
 
 /**
  * Changes how many frames of silence end `resource`: fewer than {@link STOP_SILENCE_FRAMES} once the utterance

@@ -184,6 +184,30 @@ describe('createOggOpusPacketizer: startFrames', () => {
     );
   });
 
+  // The packet count waiting after each audio page, with the clock moved `msPerPage` before each page arrives.
+  const waitingAt = (msPerPage: number): number[] => {
+    let clock = 1_000;
+    const packetizer = createOggOpusPacketizer({ startFrames: 3, slowStartFrames: 5, now: () => clock });
+    packetizer.write(head);
+    packetizer.write(tags);
+    return audio.slice(0, 6).map((page) => {
+      clock += msPerPage;
+      packetizer.write(page);
+      return packetizer.readableLength;
+    });
+  };
+
+  it('holds slowStartFrames when the first packets came slower than twice real time', () => {
+    // At real time the third packet comes 40 ms after the first: the player would start 0–20 ms ahead of the service.
+    expect(waitingAt(20)).toEqual([0, 0, 0, 0, 5, 6]);
+    expect(waitingAt(11)).toEqual([0, 0, 0, 0, 5, 6]);
+  });
+
+  it('releases startFrames at once when they came at twice real time or faster', () => {
+    expect(waitingAt(10)).toEqual([0, 0, 3, 4, 5, 6]);
+    expect(waitingAt(0)).toEqual([0, 0, 3, 4, 5, 6]);
+  });
+
   it('gives a stream shorter than that everything it holds when the input ends', async () => {
     const short = writeOggOpus({ packets: packets.slice(0, 2), channels: 1, frameSamples: 960 });
     const out = await runTransform<Buffer>(createOggOpusPacketizer({ startFrames: 3 }), short);

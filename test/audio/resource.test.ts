@@ -68,18 +68,34 @@ describe('createSpeechResource', () => {
     expect(spawnCount(spies)).toBe(0);
   });
 
-  it('Ogg: the player can start once three frames are ready, not on the first (a service at real time)', async () => {
+  // One page at a time, `msApart` between them; returns how many frames the resource held when it could start.
+  const framesAtStart = async (msApart: number): Promise<{ before: number; atStart: number }> => {
     const source = new PassThrough();
     const resource = createSpeechResource(source, { format: 'opus', metadata: {} });
     const [head, tags, ...audio] = writeOggOpus({ packets: oggPackets, channels: 1, frameSamples: 960 });
-    // One page at a time, as a service sending at real time does; `started` is the player's cue to play.
-    for (const page of [head, tags, audio[0], audio[1]]) source.write(page);
-    for (let i = 0; i < 5; i++) await tick();
-    expect(resource.started).toBe(false);
-    expect(resource.playStream.readableLength).toBe(0);
-    source.write(audio[2]);
+    source.write(head);
+    source.write(tags);
+    let before = 0;
+    for (const page of audio) {
+      if (msApart > 0) await new Promise((resolve) => setTimeout(resolve, msApart));
+      for (let i = 0; i < 3; i++) await tick();
+      // `started` is the player's cue to play.
+      if (resource.started) break;
+      before = Math.max(before, resource.playStream.readableLength);
+      source.write(page);
+    }
     await vi.waitFor(() => expect(resource.started).toBe(true));
-    expect(resource.playStream.readableLength).toBe(3);
+    const atStart = resource.playStream.readableLength;
+    resource.playStream.destroy();
+    return { before, atStart };
+  };
+
+  it('Ogg: from a service faster than real time the player can start on three frames, not on the first', async () => {
+    expect(await framesAtStart(0)).toEqual({ before: 0, atStart: 3 });
+  });
+
+  it('Ogg: from a service at real time the player starts on five frames (three would leave it 0–20 ms ahead)', async () => {
+    expect(await framesAtStart(20)).toEqual({ before: 0, atStart: 5 });
   });
 
   it('ends with five frames of silence, or with the pause asked for once the next utterance is ready', async () => {
