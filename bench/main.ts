@@ -124,10 +124,7 @@ function formatTable(r: BenchResult): string {
     ['P1 TTS first byte → first voice packet', ms(r.p1TtsToFirstPacketMs)],
     ['P2 /speak → first voice packet, cold', ms(r.p2SpeakToFirstPacketMs.cold)],
     ['P2 /speak → first voice packet, warm', ms(r.p2SpeakToFirstPacketMs.warm)],
-    [
-      'P3 gaps between queued utterances',
-      `mean ${r.p3GapsMs.meanGapMs} ms from packet times; rendered silences ${r.p3GapsMs.gaps.map((gap) => `${gap} ms`).join(', ') || 'none'} (configured pause ${r.p3GapsMs.configuredPauseMs} ms; TTS at real time)`,
-    ],
+    ['P3 gaps between queued utterances', p3Line(r.p3GapsMs)],
     ...r.p4Concurrency.map((s): [string, string] => [
       `P4 ${s.servers} servers at once`,
       `${s.runs ? `median of ${s.runs.length} runs (${s.runs.map((run) => `${(run.lateShare * 100).toFixed(2)} %`).join(', ')} late): ` : ''}${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}; lateness p50 ${s.lateness.p50}, p90 ${s.lateness.p90}, p99 ${s.lateness.p99}, max ${s.lateness.max} ms; ${s.serversLate} servers >1 % late), ${s.lostPackets} lost (${s.receiveBufferDrops} dropped by the receiving kernel), ${s.rejectedPackets} failing authentication, ${s.silentServers} servers heard nothing, ${s.unanswered} /speak unanswered in 3 s, answers read after p50 ${s.answerMs.p50}, p90 ${s.answerMs.p90}, max ${s.answerMs.max} ms, ${s.cpuMsPerStreamSecond} ms CPU/stream-s (the emulated world ${s.worldCpuMsPerStreamSecond}: ${Object.entries(
@@ -169,6 +166,17 @@ function formatTable(r: BenchResult): string {
 }
 
 /** Who held a P4 step's packets, when it was not the reader the header names (a native reader that did not start). */
+/** P3's rounds, each pattern of rendered silences once with how many rounds heard it. */
+function p3Line(p3: BenchResult['p3GapsMs']): string {
+  const patterns = new Map<string, number>();
+  for (const gaps of p3.rounds) {
+    const key = gaps.length > 0 ? `${gaps.join(', ')} ms` : 'none';
+    patterns.set(key, (patterns.get(key) ?? 0) + 1);
+  }
+  const heard = [...patterns].map(([key, n]) => `${key} in ${n}`).join('; ');
+  return `${p3.rounds.length - p3.roundsOff} of ${p3.rounds.length} rounds as configured (${p3.configuredPauseMs} ms ±20, TTS at real time); rendered silences ${heard}; mean ${p3.meanGapMs} ms from packet times`;
+}
+
 function heldLine(heldBy: HeldBy | undefined): string {
   if (heldBy?.by !== 'thread' || heldBy.nativeUnavailable === undefined) return '';
   return `, packets held by the receiving thread (native reader: ${heldBy.nativeUnavailable})`;

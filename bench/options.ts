@@ -14,7 +14,7 @@ export interface BenchOptions {
   readonly coldServers: number;
   /** Seconds of audio each server speaks in P4 and P6. */
   readonly audioSeconds: number;
-  /** Repetitions of P1 and P2. */
+  /** Repetitions of P1 and P2, and rounds of P3. */
   readonly runs: number;
   /**
    * Runs of each P4 step (default 1). At the knee the same step at the same commit has read 0.78, 13.1 and 1.41 %
@@ -264,14 +264,22 @@ export interface BenchResult {
   readonly p1TtsToFirstPacketMs: Spread;
   /** P2: /speak sent → first voice packet. */
   readonly p2SpeakToFirstPacketMs: { readonly cold: Spread; readonly warm: Spread };
-  /** P3: silences between three queued utterances, with a TTS that streams at real time; no pause is configured. */
+  /**
+   * P3: silences between three queued utterances, with a TTS that streams at real time, in each of `runs` rounds.
+   */
   readonly p3GapsMs: {
     readonly configuredPauseMs: number;
-    /** Silences the listener's decoder renders (reception gaps over 60 ms, silence frames). */
-    readonly gaps: readonly number[];
     /**
-     * The mean silence between two utterances from packet arrival times: the time from the first sounding
-     * packet to the last not covered by sounding packets, over the boundaries. Sees gaps too short to render.
+     * Per round, the silences the listener's decoder renders (reception gaps over 60 ms, silence frames): two
+     * pauses when all went well; a silence inside the words (a frame the player had not got in time) adds one.
+     */
+    readonly rounds: readonly (readonly number[])[];
+    /** Rounds not heard as three utterances with two pauses each within ±20 ms of the configured one. */
+    readonly roundsOff: number;
+    /**
+     * The mean silence between two utterances from packet arrival times, over the rounds: the time from the first
+     * sounding packet to the last not covered by sounding packets, over the boundaries. Sees gaps too short to
+     * render.
      */
     readonly meanGapMs: number;
   };

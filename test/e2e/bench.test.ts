@@ -33,6 +33,15 @@ describe('npm run bench (smoke, 20 servers)', () => {
     }
     // Three queued utterances were heard, and the silence between them measured from their packets' times.
     expect(Number.isFinite(result.p3GapsMs.meanGapMs)).toBe(true);
+    // One round (runs: 1), its silences rendered from what the member decoded, judged against the pause.
+    expect(result.p3GapsMs.rounds).toHaveLength(1);
+    expect(result.p3GapsMs.rounds[0]?.length).toBeGreaterThan(0);
+    expect(result.p3GapsMs.roundsOff).toBe(
+      result.p3GapsMs.rounds.filter(
+        (gaps) =>
+          gaps.length !== 2 || gaps.some((gap) => Math.abs(gap - result.p3GapsMs.configuredPauseMs) > 20),
+      ).length,
+    );
     const [step] = result.p4Concurrency;
     expect(step?.servers).toBe(20);
     // 1 s of audio is 50 packets a server; every server was heard.
