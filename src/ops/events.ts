@@ -49,6 +49,8 @@ export interface OpsEvents {
   cacheEvicted(entries: number): void;
   /** A voice packet went out, and whether it was late (more than a frame after the previous one). */
   voicePacket(late: boolean): void;
+  /** The player sent a frame of silence inside an utterance: its audio had not arrived in time. */
+  voiceStarved(): void;
   /** Discord answered the first answer to an interaction, `seconds` after the interaction was created. */
   interactionAnswered(outcome: InteractionAnswer, seconds: number): void;
   /** The gateway connection was lost and is being re-established. */
@@ -77,6 +79,7 @@ export const noOpsEvents: OpsEvents = {
   cacheSaved: () => {},
   cacheEvicted: () => {},
   voicePacket: () => {},
+  voiceStarved: () => {},
   interactionAnswered: () => {},
   gatewayReconnect: () => {},
   daveTransition: () => {},

@@ -110,6 +110,11 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
     help: 'Voice packets sent more than one 20 ms frame after the previous one of the same utterance.',
     registers,
   });
+  const starvedFrames = new Counter({
+    name: 'herald_voice_starved_frames_total',
+    help: 'Frames of silence sent inside an utterance because its audio had not arrived in time (a TTS service streaming slower than real time, or stalling): a gap members hear in the words.',
+    registers,
+  });
   const answers = new Counter({
     name: 'herald_interaction_answers_total',
     help: 'First answers to interactions (a reply or a deferral) by how Discord took them: accepted, expired (after the three seconds Discord waits: the member saw "The application did not respond"), refused.',
@@ -309,6 +314,7 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
       packets.inc();
       if (late) latePackets.inc();
     },
+    voiceStarved: () => starvedFrames.inc(),
     interactionAnswered: (outcome, seconds) => {
       answers.inc({ outcome });
       if (outcome === 'accepted') answerSeconds.observe(Math.max(0, seconds));

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import {
   type AudioPlayerState,
   AudioPlayerStatus,
+  type AudioResource,
   type VoiceConnectionState,
   VoiceConnectionStatus,
 } from '@discordjs/voice';
@@ -147,6 +148,19 @@ export function observeInteractionAnswers(client: Client, events: OpsEvents): vo
   });
 }
 
+/**
+ * Reports each frame the player asks `resource` for and does not get while its audio has not ended: the player then
+ * sends a frame of silence in its place (@discordjs/voice's AudioPlayer), which the members hear as a gap.
+ */
+function watchStarving(resource: AudioResource, events: OpsEvents): void {
+  const read = resource.read.bind(resource);
+  resource.read = () => {
+    const packet = read();
+    if (packet === null && !resource.ended) events.voiceStarved();
+    return packet;
+  };
+}
+
 /** Voice close code 4017: the voice server requires the DAVE protocol, which the connection did not speak. */
 const DAVE_CLOSE_CODES: ReadonlySet<number> = new Set([4017]);
 /** A packet sent this long after the previous one of the same utterance is late (a whole frame behind). */
@@ -225,6 +239,7 @@ export function createVoiceWatch(events: OpsEvents): VoiceWatch {
       if (next.status !== AudioPlayerStatus.Playing || next.resource === lastResource) return;
       lastResource = next.resource;
       lastPacketAt = undefined;
+      watchStarving(next.resource, events);
       // The session gives each resource its utterance as metadata; an unknown shape is simply not timed.
       const request = (next.resource.metadata as { request?: SpeechRequest } | null)?.request;
       awaitingFirst = request === undefined ? undefined : tracked.get(request);

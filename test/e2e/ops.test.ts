@@ -223,6 +223,7 @@ describe('the operations endpoint', () => {
     const packets = value(text, 'herald_voice_packets_total');
     expect(packets).toBeGreaterThanOrEqual(spoken.frames.length + again.frames.length + read.frames.length);
     expect(value(text, 'herald_voice_late_packets_total')).toBeLessThanOrEqual(packets);
+    expect(value(text, 'herald_voice_starved_frames_total')).toBeLessThanOrEqual(packets);
     // Errors, gateway and DAVE families exist with their bounded labels.
     expect(value(text, 'herald_tts_errors_total', { code: 'TTS_TIMEOUT' })).toBe(0);
     expect(value(text, 'herald_gateway_connected')).toBe(1);
@@ -237,6 +238,31 @@ describe('the operations endpoint', () => {
     expect(text).not.toMatch(/\{[^}]*\d{17,20}[^}]*\}/);
     expect(text).not.toContain(world.guild.id);
     expect(text).not.toContain(world.member.id);
+  });
+
+  it('counts each frame of silence a stalling TTS service leaves inside the words, as the members heard them', async () => {
+    const capture = world.discord.voice(world.guild);
+    const before = value(await scrape(), 'herald_voice_starved_frames_total');
+    capture.clear();
+    // The service stops for 400 ms once a few of the utterance's frames are out (after its Ogg headers and about a
+    // dozen 20 ms pages), then goes on where it stopped.
+    tts().inject({ kind: 'stall', afterBytes: 2_000, ms: 400 });
+    await world.discord.slash(world.member, 'speak', {
+      text: 'A sentence long enough to stall in the middle of its words, once the service has sent its start.',
+    });
+    await capture.untilSilent({ quietMs: 800 });
+    // The silence frames the members received between the utterance's first and last sound.
+    const frames = capture.frames;
+    const first = frames.findIndex((frame) => !frame.silence);
+    const last = frames.findLastIndex((frame) => !frame.silence);
+    const inside = frames.slice(first, last + 1).filter((frame) => frame.silence).length;
+    // A 400 ms stall at 4× real time: the player had at most a few frames in hand, so most of it is a gap.
+    expect(inside).toBeGreaterThanOrEqual(5);
+    const starved = await until('the starved frames to be counted', async () => {
+      const counted = value(await scrape(), 'herald_voice_starved_frames_total') - before;
+      return counted >= inside ? counted : undefined;
+    });
+    expect(starved).toBe(inside);
   });
 
   it('counts errors that reach the process’s last-resort handlers, by kind', async () => {
