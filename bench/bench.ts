@@ -28,6 +28,7 @@ import {
   type BenchResult,
   type ConcurrencyStep,
   HERALD_NICE,
+  P3_TOLERANCE_MS,
   RECEIVER_NAP_MS,
   RECEIVER_NICE,
   TTS_WRITE_EVERY_MS,
@@ -251,8 +252,6 @@ async function measureLatency(
 
 /** One Opus frame's length. */
 const FRAME_MS = 20;
-/** P3's bound (issue 14): each pause within this of the configured one. */
-const P3_TOLERANCE_MS = 20;
 
 async function measureGaps(
   discord: DiscordEmulator,

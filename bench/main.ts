@@ -15,6 +15,7 @@ import {
   type BenchResult,
   FULL,
   HERALD_NICE,
+  P3_TOLERANCE_MS,
   QUICK,
   RECEIVER_NAP_MS,
   TTS_WRITE_EVERY_MS,
@@ -165,7 +166,6 @@ function formatTable(r: BenchResult): string {
   return rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
 }
 
-/** Who held a P4 step's packets, when it was not the reader the header names (a native reader that did not start). */
 /** P3's rounds, each pattern of rendered silences once with how many rounds heard it. */
 function p3Line(p3: BenchResult['p3GapsMs']): string {
   const patterns = new Map<string, number>();
@@ -174,9 +174,10 @@ function p3Line(p3: BenchResult['p3GapsMs']): string {
     patterns.set(key, (patterns.get(key) ?? 0) + 1);
   }
   const heard = [...patterns].map(([key, n]) => `${key} in ${n}`).join('; ');
-  return `${p3.rounds.length - p3.roundsOff} of ${p3.rounds.length} rounds as configured (${p3.configuredPauseMs} ms ±20, TTS at real time); rendered silences ${heard}; mean ${p3.meanGapMs} ms from packet times`;
+  return `${p3.rounds.length - p3.roundsOff} of ${p3.rounds.length} rounds as configured (${p3.configuredPauseMs} ms ±${P3_TOLERANCE_MS}, TTS at real time); rendered silences ${heard}; mean ${p3.meanGapMs} ms from packet times`;
 }
 
+/** Who held a P4 step's packets, when it was not the reader the header names (a native reader that did not start). */
 function heldLine(heldBy: HeldBy | undefined): string {
   if (heldBy?.by !== 'thread' || heldBy.nativeUnavailable === undefined) return '';
   return `, packets held by the receiving thread (native reader: ${heldBy.nativeUnavailable})`;

@@ -151,7 +151,7 @@ type OpusCodec = InstanceType<typeof opus.OpusEncoder>;
 const RATE = 48_000;
 const FRAME_SAMPLES = 960;
 /** The length of every packet out, in ms. */
-const PACKET_MS = 20;
+const PACKET_MS = (FRAME_SAMPLES * 1000) / RATE;
 // libopus's encoder delay at 48 kHz (OPUS_GET_LOOKAHEAD, 2.5 ms + 4 ms); @discordjs/opus cannot query it.
 const ENCODER_LOOKAHEAD = 312;
 
@@ -274,11 +274,9 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
     }
     held.push(packet);
     if (held.length === 1) firstHeldAt = now();
-    if (held.length >= slowStartFrames) release(stream);
-    else if (held.length === startFrames) {
-      // Twice real time or faster: the packets after these come sooner than the player needs them.
-      if (now() - firstHeldAt <= ((startFrames - 1) * PACKET_MS) / 2) release(stream);
-    }
+    // At twice real time or faster, the packets after the first `startFrames` come sooner than the player needs them.
+    const fast = held.length === startFrames && now() - firstHeldAt <= ((startFrames - 1) * PACKET_MS) / 2;
+    if (fast || held.length >= slowStartFrames) release(stream);
   };
 
   // Audio already passed through has used up the pre-skip: it is only dropped from decoded audio at the start.
