@@ -11,7 +11,7 @@ import {
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { analyse, decodeOpus } from '../../emulators/support/audio.ts';
 import { encodeTone, toneSamples, writeOggOpus } from '../../emulators/tts/ogg.ts';
-import { parseOpusPacket } from '../../src/audio/ogg-opus.ts';
+import { parseOpusPacket } from '../../src/audio/opus-packet.ts';
 import { createSpeechResource, setTrailingSilence } from '../../src/audio/resource.ts';
 import { chunked } from './helpers.ts';
 import { wavFile } from './wav-fixtures.ts';
