@@ -61,6 +61,18 @@ export interface OggOpusPacketizerOptions {
    * (Herald's figures: SLOW_START_FRAMES in resource.ts). A faster service is never held longer.
    */
   readonly slowStartFrames?: number;
+  /**
+   * The audio's length in ms as the service announced it (`X-Audio-Duration`). From a service slower than real time
+   * the player would run dry inside the words, once for every frame it falls behind; knowing the length, the first
+   * packets are held (beyond `slowStartFrames`) until the rest, at the rate they are coming, arrives before it is
+   * due, so the words are heard whole after a longer wait. Unknown: the holds above alone.
+   */
+  readonly durationMs?: number;
+  /**
+   * When the audio's first byte arrived (on the clock of `now`), undefined while none has: the pace of the first
+   * packets is measured from then. Default: when the first packet was demuxed.
+   */
+  readonly firstByteAt?: () => number | undefined;
   /** The clock the arrival of the first packets is timed with, in ms; default `performance.now`. */
   readonly now?: () => number;
 }
@@ -81,8 +93,13 @@ export interface PacketSink {
  * {@link AudioFormatError}s (a codec failure included).
  */
 export interface OggOpusDemuxer {
-  /** Demuxes `chunk`, pushing every packet it completes. */
+  /** Demuxes `chunk`, pushing every packet it completes (the first ones wait for {@link caughtUp}). */
   write(chunk: Buffer, sink: PacketSink): void;
+  /**
+   * Everything received so far has been written: pushes the first packets, held until then, once enough of them
+   * have come for the pace they came at (`startFrames`, `slowStartFrames`, `durationMs`).
+   */
+  caughtUp(sink: PacketSink): void;
   /** The input ended: pushes what is held, and checks that it was a whole Opus stream. */
   end(sink: PacketSink): void;
 }
@@ -102,6 +119,7 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
     transform(chunk: Buffer | Uint8Array, _encoding, callback) {
       try {
         demuxer.write(asBuffer(chunk), this);
+        demuxer.caughtUp(this);
         callback();
       } catch (error) {
         callback(asError(error));
@@ -148,6 +166,7 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
   const startFrames = options.startFrames ?? 1;
   const slowStartFrames = Math.max(startFrames, options.slowStartFrames ?? startFrames);
   const now = options.now ?? (() => performance.now());
+  const durationMs = options.durationMs;
   let held: Buffer[] | undefined = slowStartFrames > 1 ? [] : undefined;
   let firstHeldAt = 0;
   const release = (stream: PacketSink): void => {
@@ -163,9 +182,30 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
     }
     held.push(packet);
     if (held.length === 1) firstHeldAt = now();
+  };
+
+  // Whether the packets held can go, judged once everything that has arrived is demuxed: a backlog (the service's
+  // first pages, received while the voice connection got ready) read in one go tells nothing of its pace, and is
+  // timed from its first byte's arrival.
+  const judgeHeld = (stream: PacketSink): void => {
+    const count = held?.length ?? 0;
+    if (count === 0) return;
+    const elapsedMs = now() - (options.firstByteAt?.() ?? firstHeldAt);
     // At twice real time or faster, the packets after the first `startFrames` come sooner than the player needs them.
-    const fast = held.length === startFrames && now() - firstHeldAt <= ((startFrames - 1) * PACKET_MS) / 2;
-    if (fast || held.length >= slowStartFrames) release(stream);
+    const fast = count >= startFrames && elapsedMs <= ((count - 1) * PACKET_MS) / 2;
+    if (fast || count >= slowStartFrames + framesBehind(count, elapsedMs)) release(stream);
+  };
+
+  /**
+   * Frames a service slower than real time falls behind over the whole audio: at `rate` ms of audio per ms it
+   * sends `durationMs` in `durationMs / rate`, so a player started at the first packet would be short of
+   * `durationMs × (1 − rate)` by the end; started with that much more in hand it plays on without running dry.
+   * The rate is measured again after each piece of input, from the first byte's arrival.
+   */
+  const framesBehind = (count: number, elapsedMs: number): number => {
+    if (durationMs === undefined || !(elapsedMs > 0)) return 0;
+    const rate = ((count - 1) * PACKET_MS) / elapsedMs;
+    return rate >= 1 ? 0 : Math.ceil((durationMs * (1 - rate)) / PACKET_MS);
   };
 
   // Audio already passed through has used up the pre-skip: it is only dropped from decoded audio at the start.
@@ -291,6 +331,9 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
   return {
     write(chunk, sink) {
       for (const packet of reader.push(chunk)) onPacket(sink, packet);
+    },
+    caughtUp(sink) {
+      judgeHeld(sink);
     },
     end(sink) {
       reader.end();

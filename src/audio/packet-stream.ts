@@ -21,7 +21,12 @@ export function readOggOpusPackets(source: Readable, options: OggOpusPacketizerO
       for (;;) {
         const chunk = source.read() as Buffer | Uint8Array | null;
         if (chunk === null) {
-          if (!sourceEnded) return;
+          if (!sourceEnded) {
+            const before = packets.readableLength;
+            demuxer.caughtUp(packets);
+            if (packets.readableLength > before) wanted = false;
+            return;
+          }
           wanted = false;
           demuxer.end(packets);
           packets.push(null);

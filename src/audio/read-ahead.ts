@@ -44,6 +44,7 @@ export class ReadAhead extends Readable {
   #sourceEnded = false;
   /** The reader asked while nothing was held: the next bytes go to it at once. */
   #wanted = false;
+  #firstByteAt: number | undefined;
 
   constructor(source: Readable, options: ReadAheadOptions) {
     // A small high-water mark: bytes wait in the blocks, not in the Readable's own list, so they coalesce.
@@ -55,6 +56,11 @@ export class ReadAhead extends Readable {
     source.on('data', this.#onData);
     source.once('end', this.#onEnd);
     source.once('error', this.#onError);
+  }
+
+  /** When the source's first bytes arrived (`performance.now()`); undefined before. */
+  get firstByteAt(): number | undefined {
+    return this.#firstByteAt;
   }
 
   /** Bytes received and not yet handed to the reader. */
@@ -84,6 +90,7 @@ export class ReadAhead extends Readable {
   }
 
   readonly #onData = (chunk: Buffer): void => {
+    this.#firstByteAt ??= performance.now();
     this.#append(chunk);
     if (this.#held >= this.#limitBytes) this.#source.pause();
     if (this.#wanted) {

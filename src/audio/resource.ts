@@ -19,6 +19,12 @@ export interface SpeechResourceOptions<T> {
   readonly logger?: Logger;
   /** Frames of silence after the audio; default {@link STOP_SILENCE_FRAMES}. */
   readonly trailingSilenceFrames?: number;
+  /** The audio's length as the service announced it: Ogg Opus from a service slower than real time waits to start
+   *  until it can play to the end without a gap (`durationMs` of createOggOpusPacketizer). */
+  readonly durationMs?: number;
+  /** When the audio's first byte arrived (`performance.now()`), undefined while none has (`firstByteAt` of
+   *  createOggOpusPacketizer): a backlog received before playing is not taken for a fast service. */
+  readonly firstByteAt?: () => number | undefined;
 }
 
 /**
@@ -46,6 +52,8 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
             logger,
             startFrames: START_FRAMES,
             slowStartFrames: SLOW_START_FRAMES,
+            ...(o.durationMs === undefined ? {} : { durationMs: o.durationMs }),
+            ...(o.firstByteAt === undefined ? {} : { firstByteAt: o.firstByteAt }),
           }),
         ],
         o.metadata,

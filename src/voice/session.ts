@@ -146,6 +146,10 @@ export class GuildSession {
           metadata: utterance,
           logger: this.#logger,
           trailingSilenceFrames: Math.max(STOP_SILENCE_FRAMES, this.#pauseFrames),
+          ...(prepared.result.durationS === undefined
+            ? {}
+            : { durationMs: prepared.result.durationS * 1000 }),
+          firstByteAt: () => prepared.body.firstByteAt,
         });
         // The player reports a failed stream as an AudioPlayerError that keeps the error's name and message but not
         // its class or code, so the member would be told of "something wrong on my side" for audio the service cut

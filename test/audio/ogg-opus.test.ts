@@ -158,6 +158,94 @@ describe('createOggOpusPacketizer: startFrames', () => {
   });
 });
 
+describe('createOggOpusPacketizer: durationMs, from a service slower than real time', () => {
+  // Two seconds of audio, one 20 ms page at a time.
+  const packets = encodeTone({ hz: 440, durationMs: 2_000, frameMs: 20, channels: 1 });
+  const [head, tags, ...audio] = writeOggOpus({ packets, channels: 1, frameSamples: 960 });
+
+  // Pages arriving every `msPerPage`: how many had arrived when the first packets were let go.
+  const releasedAfter = (msPerPage: number, durationMs?: number): number => {
+    let clock = 1_000;
+    const packetizer = createOggOpusPacketizer({
+      startFrames: 3,
+      slowStartFrames: 5,
+      now: () => clock,
+      ...(durationMs === undefined ? {} : { durationMs }),
+    });
+    packetizer.write(head);
+    packetizer.write(tags);
+    for (const [index, page] of audio.entries()) {
+      if (index > 0) clock += msPerPage;
+      packetizer.write(page);
+      if (packetizer.readableLength > 0) return index + 1;
+    }
+    return audio.length;
+  };
+
+  // A player started on the released packets sends the first at once and reads each later one a 20 ms cycle before
+  // it sends it: the packets that had not arrived by then, each a frame of silence inside the words.
+  const starvedFrames = (msPerPage: number, durationMs?: number): number => {
+    const held = releasedAfter(msPerPage, durationMs);
+    const startedAt = (held - 1) * msPerPage;
+    return audio.filter((_page, index) => index * msPerPage > startedAt + Math.max(0, index - 1) * 20).length;
+  };
+
+  it.each([
+    ['half real time', 40],
+    ['three quarters of real time', 80 / 3],
+    ['nine tenths of real time', 200 / 9],
+  ])('at %s, holds until the rest arrives before it is due: no frame of silence', (_name, msPerPage) => {
+    expect(starvedFrames(msPerPage, 2_000)).toBe(0);
+    // Without the announced length the player runs dry, again and again.
+    expect(starvedFrames(msPerPage)).toBeGreaterThan(5);
+  });
+
+  it('holds no longer than that: at half real time, half the audio and the usual five', () => {
+    expect(releasedAfter(40, 2_000)).toBe(55);
+  });
+
+  it('holds a service at real time or faster no longer than without it', () => {
+    for (const msPerPage of [20, 10, 0]) {
+      expect(releasedAfter(msPerPage, 2_000)).toBe(releasedAfter(msPerPage));
+    }
+    expect(releasedAfter(20, 2_000)).toBe(5);
+    expect(releasedAfter(0, 2_000)).toBe(3);
+  });
+
+  it('times a backlog demuxed at once from its first byte, not as a fast service', () => {
+    // Four pages came at 0.6 × real time while the voice connection got ready, and are demuxed together when the
+    // player starts; the rest follow at the same pace.
+    const msPerPage = 100 / 3;
+    let clock = 1_000;
+    const packetizer = createOggOpusPacketizer({
+      startFrames: 3,
+      slowStartFrames: 5,
+      durationMs: 2_000,
+      now: () => clock,
+      firstByteAt: () => 1_000,
+    });
+    clock += 3 * msPerPage;
+    packetizer.write(Buffer.concat([head, tags, ...audio.slice(0, 4)]));
+    expect(packetizer.readableLength).toBe(0);
+    let arrived = 4;
+    while (packetizer.readableLength === 0 && arrived < audio.length) {
+      clock += msPerPage;
+      packetizer.write(audio[arrived++] as Buffer);
+    }
+    // 0.6 × real time: 2 s × 0.4 = 40 frames behind, and the usual five.
+    expect(arrived).toBe(45);
+  });
+
+  it('lets a short stream go when it ends, however slowly it came', async () => {
+    const short = writeOggOpus({ packets: packets.slice(0, 8), channels: 1, frameSamples: 960 });
+    const out = await runTransform<Buffer>(
+      createOggOpusPacketizer({ startFrames: 3, slowStartFrames: 5, durationMs: 60_000 }),
+      short,
+    );
+    expect(out).toEqual(packets.slice(0, 8));
+  });
+});
+
 describe('createOggOpusPacketizer: packets continued across pages', () => {
   // 128 kbit/s CBR makes 320-byte packets; pages capped at 600 bytes split them across pages.
   const packets = encodeTone({ hz: 440, durationMs: 1000, frameMs: 20, channels: 2, bitrate: 128_000 });

@@ -30,6 +30,24 @@ describe('ReadAhead', () => {
     expect(ahead.held).toBe(0);
   });
 
+  it('remembers when the first bytes arrived, not when they were read', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20 });
+    await tick();
+    expect(ahead.firstByteAt).toBeUndefined();
+    const before = performance.now();
+    source.write(Buffer.alloc(10));
+    await tick();
+    const first = ahead.firstByteAt;
+    expect(first).toBeGreaterThanOrEqual(before);
+    expect(first).toBeLessThanOrEqual(performance.now());
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    source.write(Buffer.alloc(10));
+    await tick();
+    readReady(ahead);
+    expect(ahead.firstByteAt).toBe(first);
+  });
+
   it('coalesces for a piped reader that is busy, as the Ogg reader is while the player holds it back', async () => {
     const source = new PassThrough();
     const ahead = new ReadAhead(source, { limitBytes: 1 << 20, pieceBytes: 1 << 20 });

@@ -293,6 +293,29 @@ describe('audio the simple demuxer cannot play', () => {
   });
 });
 
+describe('a service slower than real time', () => {
+  it('is heard whole after a longer wait, not with frames of silence inside its words', async () => {
+    // 0.6 × real time: the 3.3 s of this sentence take 5.5 s to arrive, so a player started on the first frames
+    // would run dry for the last 2.2 s of it, a frame here and there.
+    world.tts.configure({ speed: 0.6 });
+    try {
+      const capture = world.discord.voice(world.guild);
+      const text = 'A service slower than real time must still be heard whole, without a stutter.';
+      await world.discord.slash(world.member, 'speak', { text });
+      const heard = await capture.untilSilent({ quietMs: 800 });
+      const frames = capture.frames;
+      const first = frames.findIndex((frame) => !frame.silence);
+      const last = frames.findLastIndex((frame) => !frame.silence);
+      expect(frames.slice(first, last + 1).filter((frame) => frame.silence)).toHaveLength(0);
+      expect(heard.segments).toHaveLength(1);
+      expect(heard.soundMs).toBeGreaterThan(expectedDurationMs(text) - 60);
+      expect(heard.soundMs).toBeLessThan(expectedDurationMs(text) + 60);
+    } finally {
+      world.tts.configure({ speed: 8 });
+    }
+  });
+});
+
 describe('the variant form', () => {
   it('plays WAV through the transcoding path', async () => {
     world.tts.configure({ form: 'variant' });
