@@ -193,7 +193,16 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
     const elapsedMs = now() - (options.firstByteAt?.() ?? firstHeldAt);
     // At twice real time or faster, the packets after the first `startFrames` come sooner than the player needs them.
     const fast = count >= startFrames && elapsedMs <= ((count - 1) * PACKET_MS) / 2;
-    if (fast || count >= slowStartFrames + framesBehind(count, elapsedMs)) release(stream);
+    const behind = fast ? 0 : framesBehind(count, elapsedMs);
+    if (!fast && count < slowStartFrames + behind) return;
+    if (behind > 0) {
+      logger.debug('ogg opus: a service slower than real time, held to play through', {
+        pace: Math.round((((count - 1) * PACKET_MS) / elapsedMs) * 100) / 100,
+        heldMs: count * PACKET_MS,
+        durationMs,
+      });
+    }
+    release(stream);
   };
 
   /**

@@ -225,7 +225,7 @@ describe('createOggOpusPacketizer: durationMs, from a service slower than real t
       firstByteAt: () => 1_000,
     });
     clock += 3 * msPerPage;
-    packetizer.write(Buffer.concat([head, tags, ...audio.slice(0, 4)]));
+    packetizer.write(Buffer.concat([head as Buffer, tags as Buffer, ...audio.slice(0, 4)]));
     expect(packetizer.readableLength).toBe(0);
     let arrived = 4;
     while (packetizer.readableLength === 0 && arrived < audio.length) {
