@@ -73,6 +73,7 @@ export const FAULTS: Readonly<Record<string, { label: string; fault: Fault }>> =
       body: { error: { code: 'insufficient_balance', message: 'Insufficient balance' } },
     },
   },
+  slow: { label: 'half real time', fault: { kind: 'slow', speed: 0.5 } },
   stall: { label: 'stall mid-stream', fault: { kind: 'stall', afterBytes: 400, ms: 30_000 } },
   reset: { label: 'connection reset', fault: { kind: 'reset', afterBytes: 400 } },
 };

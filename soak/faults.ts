@@ -29,6 +29,7 @@ export const FAULT_WEIGHTS = {
   'tts-reset': 1,
   'tts-truncated': 1,
   'tts-slow-headers': 1,
+  'tts-slow-stream': 1,
 } as const;
 
 /**
@@ -60,6 +61,8 @@ const TTS_FAULTS: Partial<Record<FaultKind, Fault>> = {
   'tts-reset': { kind: 'reset', afterBytes: 3_000 },
   'tts-truncated': { kind: 'truncate', afterBytes: 3_000 },
   'tts-slow-headers': { kind: 'delay-headers', ms: 3_000 },
+  // Slower than real time: Herald holds the start until the clip can play through.
+  'tts-slow-stream': { kind: 'slow', speed: 0.5 },
 };
 
 /** Options of {@link createFaults}. */

@@ -249,7 +249,7 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
     });
     res.flushHeaders();
     await streamChunks(res, chunks, {
-      speed: settings.speed,
+      speed: find('slow')?.speed ?? settings.speed,
       writeEveryMs: settings.writeEveryMs,
       stall: find('stall'),
       reset: find('reset'),

@@ -374,6 +374,7 @@ function renderService() {
         ['429', '429'],
         ['503', '503'],
         ['402', '402'],
+        ['slow', 'half real time'],
         ['stall', 'stall'],
         ['reset', 'reset'],
       ].map(([fault, label]) =>

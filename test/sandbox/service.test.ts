@@ -64,6 +64,16 @@ describe('the emulated service panel', () => {
     ]);
   });
 
+  it('injects a stream at half real time into the next request only', async () => {
+    const panel = createEmulatedServicePanel(tts, { pricePerCharUsd: 0.001, floorUsd: 0 });
+    panel.act({ action: 'top-up', usd: 5 });
+    panel.act({ action: 'fault', fault: 'slow' });
+    expect(await generate('hi')).toBe(200);
+    expect(await generate('hi')).toBe(200);
+    expect(tts.requests.slice(-2).map((request) => request.faults)).toEqual([['slow'], []]);
+    expect(emulated(panel.view()).injected[0]?.label).toBe('half real time');
+  });
+
   it('injects latency, a stalled stream and a reset into the next request', async () => {
     const panel = createEmulatedServicePanel(tts, { pricePerCharUsd: 0.001, floorUsd: 0 });
     panel.act({ action: 'top-up', usd: 5 });

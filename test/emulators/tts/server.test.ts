@@ -537,6 +537,21 @@ describe('faults', () => {
     expect(e.requests[0]?.chargedUsd).toBe(0.0025);
   });
 
+  it('slow streams one response at its speed, then the next at the configured one', async () => {
+    const e = await emulator({ speed: Number.POSITIVE_INFINITY, msPerChar: 10 });
+    const said = { ...body, text: 'x'.repeat(20) };
+    e.inject({ kind: 'slow', speed: 0.5 });
+    const started = performance.now();
+    const slow = await generate(e, said);
+    const slowMs = performance.now() - started;
+    // 200 ms of audio at half real time: the last page is due after about 400 ms.
+    expect(readOggOpus(slow.body).packets.length).toBeGreaterThan(0);
+    expect(slowMs).toBeGreaterThanOrEqual(350);
+    const next = performance.now();
+    await generate(e, said);
+    expect(performance.now() - next).toBeLessThan(slowMs / 2);
+  });
+
   it('stall with Infinity sends exactly afterBytes and then nothing, until the client gives up', async () => {
     const e = await emulator({ speed: Number.POSITIVE_INFINITY });
     e.inject({ kind: 'stall', afterBytes: 500, ms: Number.POSITIVE_INFINITY });
