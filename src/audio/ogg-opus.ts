@@ -1,9 +1,10 @@
 import { Transform } from 'node:stream';
 import opus from '@discordjs/opus';
-import { type Logger, silentLogger } from '../log.ts';
+import { silentLogger } from '../log.ts';
 import { AudioFormatError, describeBytes } from './errors.ts';
 import { createOggPacketReader, type OggPacket } from './ogg-reader.ts';
 import { isOne20msFrame, parseOpusPacket } from './opus-packet.ts';
+import { createStartHold, type PacketSink, type StartHoldOptions } from './start-hold.ts';
 
 /** What OpusHead (RFC 7845 §5.1) tells the packetizer. */
 interface OpusHead {
@@ -39,41 +40,19 @@ type OpusCodec = InstanceType<typeof opus.OpusEncoder>;
 // Discord plays one packet per 20 ms tick at 48 kHz.
 const RATE = 48_000;
 const FRAME_SAMPLES = 960;
-/** The length of every packet out, in ms. */
-const PACKET_MS = (FRAME_SAMPLES * 1000) / RATE;
 // libopus's encoder delay at 48 kHz (OPUS_GET_LOOKAHEAD, 2.5 ms + 4 ms); @discordjs/opus cannot query it.
 const ENCODER_LOOKAHEAD = 312;
 
-/** Options of {@link createOggOpusPacketizer}. */
-export interface OggOpusPacketizerOptions {
-  /** Where the stream's layout and the paths taken (passthrough, split, re-encoded) are logged at debug. */
-  readonly logger?: Logger;
+/** Options of {@link createOggOpusPacketizer}: when its first packets may go ({@link StartHoldOptions}), and where
+ * the stream's layout and the paths taken (passthrough, split, re-encoded) are logged at debug. */
+export interface OggOpusPacketizerOptions extends StartHoldOptions {
   /**
-   * The first packets are held until this many are ready (or the input ends), then pushed together; default 1.
-   * A player starts on the first packet it can read: from a service that sends at real time, one packet ahead
-   * runs dry at the next 20 ms tick at the least delay, and the listeners hear a frame of silence in the first
-   * words. A few frames ahead absorb that; from a service faster than real time they are there within milliseconds.
+   * When the input's byte at `offset` (counted from the start of the stream) arrived, in ms, or undefined when that
+   * is not known: the first packets' pace is judged from when their bytes arrived (a ReadAhead's `arrivedAt`).
+   * Default: when the packet is demuxed, by `now`.
    */
-  readonly startFrames?: number;
-  /**
-   * How many packets to hold instead when the first `startFrames` came slower than twice real time (default
-   * `startFrames`): a player that starts on held packets is ahead of a slow service by little more than what it held
-   * (Herald's figures: SLOW_START_FRAMES in resource.ts). A faster service is never held longer.
-   */
-  readonly slowStartFrames?: number;
-  /**
-   * The audio's length in ms as the service announced it (`X-Audio-Duration`). From a service slower than real time
-   * the player would run dry inside the words, once for every frame it falls behind; knowing the length, the first
-   * packets are held (beyond `slowStartFrames`) until the rest, at the rate they are coming, arrives before it is
-   * due, so the words are heard whole after a longer wait. Unknown: the holds above alone.
-   */
-  readonly durationMs?: number;
-  /**
-   * When the audio's first byte arrived (on the clock of `now`), undefined while none has: the pace of the first
-   * packets is measured from then. Default: when the first packet was demuxed.
-   */
-  readonly firstByteAt?: () => number | undefined;
-  /** The clock the arrival of the first packets is timed with, in ms; default `performance.now`. */
+  readonly arrivedAt?: (offset: number) => number | undefined;
+  /** The clock, in ms, when `arrivedAt` is not given or does not know; default `performance.now`. */
   readonly now?: () => number;
 }
 
@@ -81,11 +60,6 @@ type Phase = 'head' | 'tags' | 'audio';
 
 /** What the packetizer accepts before its writer must wait: about one piece of a ReadAhead. */
 const WRITE_BUFFER_BYTES = 1024;
-
-/** Where a demuxer's packets go: a Transform's or a Readable's `push`. */
-export interface PacketSink {
-  push(packet: Buffer): unknown;
-}
 
 /**
  * Ogg Opus bytes in (any chunking), Opus packets out to the sink given with each call, each exactly 20 ms, in order:
@@ -161,60 +135,14 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
   let pendingBytes = 0;
   let skipSamples = 0;
 
-  // The first packets, until `startFrames` of them are ready (`slowStartFrames` if they came slowly); undefined once
-  // they have been pushed.
-  const startFrames = options.startFrames ?? 1;
-  const slowStartFrames = Math.max(startFrames, options.slowStartFrames ?? startFrames);
+  // The first packets wait until the player can start on them without running dry.
+  const hold = createStartHold(options);
   const now = options.now ?? (() => performance.now());
-  const durationMs = options.durationMs;
-  let held: Buffer[] | undefined = slowStartFrames > 1 ? [] : undefined;
-  let firstHeldAt = 0;
-  const release = (stream: PacketSink): void => {
-    for (const packet of held ?? []) stream.push(packet);
-    held = undefined;
-  };
-
+  // When the packet being demuxed arrived (while the start is held).
+  let packetArrivedAt = 0;
   const emit = (stream: PacketSink, packet: Buffer): void => {
     outputs++;
-    if (held === undefined) {
-      stream.push(packet);
-      return;
-    }
-    held.push(packet);
-    if (held.length === 1) firstHeldAt = now();
-  };
-
-  // Whether the packets held can go, judged once everything that has arrived is demuxed: a backlog (the service's
-  // first pages, received while the voice connection got ready) read in one go tells nothing of its pace, and is
-  // timed from its first byte's arrival.
-  const judgeHeld = (stream: PacketSink): void => {
-    const count = held?.length ?? 0;
-    if (count === 0) return;
-    const elapsedMs = now() - (options.firstByteAt?.() ?? firstHeldAt);
-    // At twice real time or faster, the packets after the first `startFrames` come sooner than the player needs them.
-    const fast = count >= startFrames && elapsedMs <= ((count - 1) * PACKET_MS) / 2;
-    const behind = fast ? 0 : framesBehind(count, elapsedMs);
-    if (!fast && count < slowStartFrames + behind) return;
-    if (behind > 0) {
-      logger.debug('ogg opus: a service slower than real time, held to play through', {
-        pace: Math.round((((count - 1) * PACKET_MS) / elapsedMs) * 100) / 100,
-        heldMs: count * PACKET_MS,
-        durationMs,
-      });
-    }
-    release(stream);
-  };
-
-  /**
-   * Frames a service slower than real time falls behind over the whole audio: at `rate` ms of audio per ms it
-   * sends `durationMs` in `durationMs / rate`, so a player started at the first packet would be short of
-   * `durationMs × (1 − rate)` by the end; started with that much more in hand it plays on without running dry.
-   * The rate is measured again after each piece of input, from the first byte's arrival.
-   */
-  const framesBehind = (count: number, elapsedMs: number): number => {
-    if (durationMs === undefined || !(elapsedMs > 0)) return 0;
-    const rate = ((count - 1) * PACKET_MS) / elapsedMs;
-    return rate >= 1 ? 0 : Math.ceil((durationMs * (1 - rate)) / PACKET_MS);
+    hold.add(packet, stream, packetArrivedAt);
   };
 
   // Audio already passed through has used up the pre-skip: it is only dropped from decoded audio at the start.
@@ -327,6 +255,8 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
       phase = 'audio';
       return;
     }
+    // A packet arrived with the last byte of its page.
+    if (hold.holding) packetArrivedAt = options.arrivedAt?.(packet.end - 1) ?? now();
     onAudioPacket(stream, packet.data);
     if (packet.eos) flushReencoder(stream);
   };
@@ -342,7 +272,7 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
       for (const packet of reader.push(chunk)) onPacket(sink, packet);
     },
     caughtUp(sink) {
-      judgeHeld(sink);
+      hold.caughtUp(sink);
     },
     end(sink) {
       reader.end();
@@ -350,7 +280,7 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
       if (phase !== 'audio')
         throw new AudioFormatError('ERR_TRUNCATED', 'Ogg Opus stream ended before OpusTags');
       flushReencoder(sink);
-      release(sink);
+      hold.end(sink);
       logger.debug('ogg opus done', { ...stats, outputs });
     },
   };

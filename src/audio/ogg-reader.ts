@@ -10,6 +10,8 @@ export interface OggPacket {
   readonly eos: boolean;
   /** The packet bytes. */
   readonly data: Buffer;
+  /** Where the page it ended on ends in the input: the offset of the byte after it. */
+  readonly end: number;
 }
 
 /** Reads Ogg pages from bytes in any chunking and returns whole packets. */
@@ -100,13 +102,13 @@ export function createOggPacketReader(): OggPacketReader {
         `Ogg page at byte ${offset} has a bad CRC (stored ${hex(stored)}, computed ${hex(computed)})`,
       );
     }
-    splitPage(page, segments, out);
+    splitPage(page, segments, offset + pageSize, out);
     consume(pageSize);
     return true;
   };
 
   /** Splits the page that starts `page` into packets (its lacing table says where it ends; more bytes may follow). */
-  const splitPage = (page: Buffer, segments: number, out: OggPacket[]): void => {
+  const splitPage = (page: Buffer, segments: number, end: number, out: OggPacket[]): void => {
     const flags = page[5] as number;
     const serial = page.readUInt32LE(14);
     const sequence = page.readUInt32LE(18);
@@ -149,7 +151,7 @@ export function createOggPacketReader(): OggPacketReader {
       const data = stream.parts.length === 1 ? part : Buffer.concat(stream.parts);
       stream.parts = [];
       const eos = (flags & FLAG_EOS) !== 0 && i === lastPacketIndex;
-      out.push({ serial, bos: stream.fresh, eos, data });
+      out.push({ serial, bos: stream.fresh, eos, data, end });
       stream.fresh = false;
     }
     if (partStart < position && !skipping) stream.parts.push(page.subarray(partStart, position));

@@ -13,6 +13,12 @@ export interface ReadAheadOptions {
 const BLOCK_BYTES = 16 * 1024;
 
 /**
+ * Chunks whose arrival a ReadAhead remembers, for judging how fast a stream's start came (src/audio/start-hold.ts):
+ * a few seconds of speech from a service that sends a page at a time, 2 KiB of numbers per stream.
+ */
+export const ARRIVALS_KEPT = 128;
+
+/**
  * What one read hands out at most: a few Ogg pages of speech (80-200 bytes each). The Ogg packetizer takes 1 KiB
  * at a time, so a read-ahead in front of it fills to its limit; a piece of everything held (a second of speech
  * and more) would be demuxed in one call, its packets kept alive until the player takes them. A small piece keeps
@@ -44,7 +50,11 @@ export class ReadAhead extends Readable {
   #sourceEnded = false;
   /** The reader asked while nothing was held: the next bytes go to it at once. */
   #wanted = false;
-  #firstByteAt: number | undefined;
+  /** Bytes received from the source in all. */
+  #received = 0;
+  /** The first {@link ARRIVALS_KEPT} chunks received: where each ended (offset past its last byte), and when. */
+  readonly #arrivalEnds: number[] = [];
+  readonly #arrivalTimes: number[] = [];
 
   constructor(source: Readable, options: ReadAheadOptions) {
     // A small high-water mark: bytes wait in the blocks, not in the Readable's own list, so they coalesce.
@@ -58,9 +68,21 @@ export class ReadAhead extends Readable {
     source.once('error', this.#onError);
   }
 
-  /** When the source's first bytes arrived (`performance.now()`); undefined before. */
-  get firstByteAt(): number | undefined {
-    return this.#firstByteAt;
+  /**
+   * When the byte at `offset` (from the start of the source) arrived, by `performance.now()`: undefined when it has
+   * not, or came after the first {@link ARRIVALS_KEPT} chunks. What a reader learns of how fast the source sends,
+   * however late it reads.
+   */
+  arrivedAt(offset: number): number | undefined {
+    const ends = this.#arrivalEnds;
+    let low = 0;
+    let high = ends.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if ((ends[middle] as number) > offset) high = middle;
+      else low = middle + 1;
+    }
+    return offset >= 0 ? this.#arrivalTimes[low] : undefined;
   }
 
   /** Bytes received and not yet handed to the reader. */
@@ -90,7 +112,11 @@ export class ReadAhead extends Readable {
   }
 
   readonly #onData = (chunk: Buffer): void => {
-    this.#firstByteAt ??= performance.now();
+    this.#received += chunk.length;
+    if (this.#arrivalEnds.length < ARRIVALS_KEPT) {
+      this.#arrivalEnds.push(this.#received);
+      this.#arrivalTimes.push(performance.now());
+    }
     this.#append(chunk);
     if (this.#held >= this.#limitBytes) this.#source.pause();
     if (this.#wanted) {

@@ -19,12 +19,12 @@ export interface SpeechResourceOptions<T> {
   readonly logger?: Logger;
   /** Frames of silence after the audio; default {@link STOP_SILENCE_FRAMES}. */
   readonly trailingSilenceFrames?: number;
-  /** The audio's length as the service announced it: Ogg Opus from a service slower than real time waits to start
-   *  until it can play to the end without a gap (`durationMs` of createOggOpusPacketizer). */
+  /** The audio’s length as the service announced it: Ogg Opus from a service slower than real time waits to start
+   *  until it can play to the end without a gap (`durationMs` of StartHoldOptions, src/audio/start-hold.ts). */
   readonly durationMs?: number;
-  /** When the audio's first byte arrived (`performance.now()`), undefined while none has (`firstByteAt` of
-   *  createOggOpusPacketizer): a backlog received before playing is not taken for a fast service. */
-  readonly firstByteAt?: () => number | undefined;
+  /** When the audio's byte at `offset` arrived (`performance.now()`; a ReadAhead's `arrivedAt`): the pace of the
+   *  start is judged from that, so a backlog received before playing is not taken for a fast service. */
+  readonly arrivedAt?: (offset: number) => number | undefined;
 }
 
 /**
@@ -34,7 +34,8 @@ export interface SpeechResourceOptions<T> {
 export const STOP_SILENCE_FRAMES = 5;
 
 /** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → readOggOpusPackets → Opus
- * packets; WAV → createWavToPcm → prism's Opus encoder. No FFmpeg, no child process. An error on the input
+ * packets, the first of them held until the player can start on them without running dry (src/audio/start-hold.ts);
+ * WAV → createWavToPcm → prism's Opus encoder. No FFmpeg, no child process. An error on the input
  * (e.g. a TTS timeout) destroys the play stream, which ends the resource.
  * @throws AudioFormatError (`ERR_UNKNOWN_FORMAT`) for a format other than 'opus' or 'wav', before playing. */
 export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOptions<T>): AudioResource<T> {
@@ -53,7 +54,7 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
             startFrames: START_FRAMES,
             slowStartFrames: SLOW_START_FRAMES,
             ...(o.durationMs === undefined ? {} : { durationMs: o.durationMs }),
-            ...(o.firstByteAt === undefined ? {} : { firstByteAt: o.firstByteAt }),
+            ...(o.arrivedAt === undefined ? {} : { arrivedAt: o.arrivedAt }),
           }),
         ],
         o.metadata,
@@ -82,7 +83,7 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
 
 /**
  * Frames an Ogg Opus resource holds before the player can start it, from a service at twice real time or faster:
- * the first and two ahead (see `startFrames` of createOggOpusPacketizer). With three ready, the player sends the
+ * the first and two ahead (see `startFrames` of StartHoldOptions). With three ready, the player sends the
  * first at once (patch 003), so such a service starts no later than before.
  */
 export const START_FRAMES = 3;

@@ -149,7 +149,7 @@ export class GuildSession {
           ...(prepared.result.durationS === undefined
             ? {}
             : { durationMs: prepared.result.durationS * 1000 }),
-          firstByteAt: () => prepared.body.firstByteAt,
+          arrivedAt: (offset) => prepared.body.arrivedAt(offset),
         });
         // The player reports a failed stream as an AudioPlayerError that keeps the error's name and message but not
         // its class or code, so the member would be told of "something wrong on my side" for audio the service cut

@@ -142,7 +142,11 @@ describe('createOggOpusPacketizer: startFrames', () => {
 
   it('releases startFrames at once when they came at twice real time or faster', () => {
     expect(waitingAt(10)).toEqual([0, 0, 3, 4, 5, 6]);
-    expect(waitingAt(0)).toEqual([0, 0, 3, 4, 5, 6]);
+    expect(waitingAt(5)).toEqual([0, 0, 3, 4, 5, 6]);
+  });
+
+  it('holds slowStartFrames when the packets all came at once: how fast they came is not known', () => {
+    expect(waitingAt(0)).toEqual([0, 0, 0, 0, 5, 6]);
   });
 
   it('gives a stream shorter than that everything it holds when the input ends', async () => {
@@ -205,35 +209,43 @@ describe('createOggOpusPacketizer: durationMs, from a service slower than real t
   });
 
   it('holds a service at real time or faster no longer than without it', () => {
-    for (const msPerPage of [20, 10, 0]) {
+    for (const msPerPage of [20, 10, 5]) {
       expect(releasedAfter(msPerPage, 2_000)).toBe(releasedAfter(msPerPage));
     }
     expect(releasedAfter(20, 2_000)).toBe(5);
-    expect(releasedAfter(0, 2_000)).toBe(3);
+    expect(releasedAfter(5, 2_000)).toBe(3);
   });
 
-  it('times a backlog demuxed at once from its first byte, not as a fast service', () => {
-    // Four pages came at 0.6 × real time while the voice connection got ready, and are demuxed together when the
-    // player starts; the rest follow at the same pace.
-    const msPerPage = 100 / 3;
-    let clock = 1_000;
+  // Pages that arrived `msPerPage` apart (the headers with the first), written to the packetizer only when the
+  // player starts, `backlog` of them at once, then each as it arrives: how many had arrived when it let go.
+  const afterBacklog = (msPerPage: number, backlog: number, timed: boolean): number => {
+    const pages = [head, tags, ...audio] as Buffer[];
+    const ends: number[] = [];
+    for (const page of pages) ends.push((ends.at(-1) ?? 0) + page.length);
+    const arrival = (index: number): number => 1_000 + Math.max(0, index - 2) * msPerPage;
+    let clock = arrival(backlog + 1);
     const packetizer = createOggOpusPacketizer({
       startFrames: 3,
       slowStartFrames: 5,
       durationMs: 2_000,
       now: () => clock,
-      firstByteAt: () => 1_000,
+      ...(timed ? { arrivedAt: (offset: number) => arrival(ends.findIndex((end) => end > offset)) } : {}),
     });
-    clock += 3 * msPerPage;
-    packetizer.write(Buffer.concat([head as Buffer, tags as Buffer, ...audio.slice(0, 4)]));
-    expect(packetizer.readableLength).toBe(0);
-    let arrived = 4;
+    packetizer.write(Buffer.concat(pages.slice(0, backlog + 2)));
+    let arrived = backlog;
     while (packetizer.readableLength === 0 && arrived < audio.length) {
-      clock += msPerPage;
+      clock = arrival(arrived + 2);
       packetizer.write(audio[arrived++] as Buffer);
     }
-    // 0.6 × real time: 2 s × 0.4 = 40 frames behind, and the usual five.
-    expect(arrived).toBe(45);
+    return arrived;
+  };
+
+  it('judges a backlog demuxed at once by when its pages arrived, not as a fast service', () => {
+    // At half real time: 2 s × 0.5 = 50 frames behind, and the usual five.
+    expect(afterBacklog(40, 4, true)).toBe(55);
+    // At real time, ten pages in hand are enough at once; untimed, they wait for the next page to show the pace.
+    expect(afterBacklog(20, 10, true)).toBe(10);
+    expect(afterBacklog(20, 10, false)).toBe(11);
   });
 
   it('lets a short stream go when it ends, however slowly it came', async () => {

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { PIECE_BYTES, ReadAhead } from '../../src/audio/read-ahead.ts';
+import { ARRIVALS_KEPT, PIECE_BYTES, ReadAhead } from '../../src/audio/read-ahead.ts';
 import { randomChunks } from './helpers.ts';
 
 /** Reads whatever `stream` has ready right now, piece by piece, without waiting for more. */
@@ -30,22 +30,35 @@ describe('ReadAhead', () => {
     expect(ahead.held).toBe(0);
   });
 
-  it('remembers when the first bytes arrived, not when they were read', async () => {
+  it('remembers when each of its first chunks arrived, not when it was read', async () => {
     const source = new PassThrough();
     const ahead = new ReadAhead(source, { limitBytes: 1 << 20 });
-    await tick();
-    expect(ahead.firstByteAt).toBeUndefined();
+    expect(ahead.arrivedAt(0)).toBeUndefined();
     const before = performance.now();
     source.write(Buffer.alloc(10));
     await tick();
-    const first = ahead.firstByteAt;
+    const first = ahead.arrivedAt(0) as number;
     expect(first).toBeGreaterThanOrEqual(before);
-    expect(first).toBeLessThanOrEqual(performance.now());
     await new Promise((resolve) => setTimeout(resolve, 5));
     source.write(Buffer.alloc(10));
     await tick();
     readReady(ahead);
-    expect(ahead.firstByteAt).toBe(first);
+    // Bytes 0–9 came first, 10–19 at least 5 ms later; byte 20 has not come.
+    expect(ahead.arrivedAt(9)).toBe(first);
+    expect(ahead.arrivedAt(10)).toBeGreaterThanOrEqual(first + 4);
+    expect(ahead.arrivedAt(19)).toBe(ahead.arrivedAt(10));
+    expect(ahead.arrivedAt(20)).toBeUndefined();
+  });
+
+  it('forgets nothing it remembered, and remembers only the first chunks', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20 });
+    for (let i = 0; i < ARRIVALS_KEPT + 5; i++) {
+      source.write(Buffer.alloc(1));
+      await tick();
+    }
+    expect(ahead.arrivedAt(ARRIVALS_KEPT - 1)).toBeTypeOf('number');
+    expect(ahead.arrivedAt(ARRIVALS_KEPT)).toBeUndefined();
   });
 
   it('coalesces for a piped reader that is busy, as the Ogg reader is while the player holds it back', async () => {

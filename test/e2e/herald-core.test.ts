@@ -314,6 +314,24 @@ describe('a service slower than real time', () => {
       world.tts.configure({ speed: 8 });
     }
   });
+
+  it('is heard whole when its pages come several at a time', async () => {
+    // Pages written together every 200 ms (six at a time after the first); the unit tests of start-hold.ts hold the
+    // case of several in the first write, which the emulator does not make.
+    world.tts.configure({ speed: 0.6, writeEveryMs: 200 });
+    try {
+      const capture = world.discord.voice(world.guild);
+      const text = 'Pages that come several at a time, slower than real time, must not stutter either.';
+      await world.discord.slash(world.member, 'speak', { text });
+      await capture.untilSilent({ quietMs: 800 });
+      const frames = capture.frames;
+      const first = frames.findIndex((frame) => !frame.silence);
+      const last = frames.findLastIndex((frame) => !frame.silence);
+      expect(frames.slice(first, last + 1).filter((frame) => frame.silence)).toHaveLength(0);
+    } finally {
+      world.tts.configure({ speed: 8, writeEveryMs: 0 });
+    }
+  });
 });
 
 describe('the variant form', () => {

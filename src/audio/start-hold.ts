@@ -1,0 +1,124 @@
+import { type Logger, silentLogger } from '../log.ts';
+
+/** Where packets go: a Transform's or a Readable's `push`. */
+export interface PacketSink {
+  push(packet: Buffer): unknown;
+}
+
+/** When the first 20 ms packets of a stream may go to the player ({@link createStartHold}). */
+export interface StartHoldOptions {
+  /**
+   * The first packets are held until this many are ready (or the input ends), then pushed together; default 1.
+   * A player starts on the first packet it can read: from a service that sends at real time, one packet ahead
+   * runs dry at the next 20 ms tick at the least delay, and the listeners hear a frame of silence in the first
+   * words. A few frames ahead absorb that; from a service faster than real time they are there within milliseconds.
+   */
+  readonly startFrames?: number;
+  /**
+   * How many packets to hold instead when they came slower than twice real time (default `startFrames`): a player
+   * that starts on held packets is ahead of a slow service by little more than what it held (Herald's figures:
+   * SLOW_START_FRAMES in resource.ts). A faster service is never held longer.
+   */
+  readonly slowStartFrames?: number;
+  /**
+   * The audio's length in ms as the service announced it (`X-Audio-Duration`). From a service slower than real time
+   * the player would run dry inside the words, once for every frame it falls behind; knowing the length, the first
+   * packets are held (beyond `slowStartFrames`) until the rest, at the pace they are coming, arrives before it is
+   * due, so the words are heard whole after a longer wait. Unknown: the holds above alone.
+   */
+  readonly durationMs?: number;
+  /** Told (at debug) when a slow service's audio was held to play through. */
+  readonly logger?: Logger;
+}
+
+/** The first packets of one stream, held until the player can start on them without running dry. */
+export interface StartHold {
+  /** True until the packets held have gone; from then on every packet is pushed as it comes. */
+  readonly holding: boolean;
+  /** Pushes `packet`, or holds it while the start waits; `arrivedAt` is when its bytes arrived (in ms). */
+  add(packet: Buffer, sink: PacketSink, arrivedAt: number): void;
+  /**
+   * Everything received so far has been added: pushes the packets held once enough of them have come for the pace
+   * they came at. The pace is judged from their arrival times, not from when they were added: a backlog (a
+   * service's first pages, received while the voice connection got ready) added in one go is no faster for it.
+   */
+  caughtUp(sink: PacketSink): void;
+  /** The input ended: pushes whatever is held. */
+  end(sink: PacketSink): void;
+}
+
+/** Every packet a player takes lasts this long. */
+const PACKET_MS = 20;
+/**
+ * Packets that arrived within this long of the first came with it, in the same piece of the response: how long
+ * they took to come is not known, so the pace is measured from the packets after them.
+ */
+const SAME_ARRIVAL_MS = 1;
+
+/** Holds the first packets of a stream as {@link StartHoldOptions} say; a start that never waits holds nothing. */
+export function createStartHold(options: StartHoldOptions = {}): StartHold {
+  const startFrames = options.startFrames ?? 1;
+  const slowStartFrames = Math.max(startFrames, options.slowStartFrames ?? startFrames);
+  const { durationMs } = options;
+  // Undefined once the held packets have gone.
+  let held: Buffer[] | undefined = slowStartFrames > 1 ? [] : undefined;
+  let firstAt = 0;
+  let lastAt = 0;
+  /** Packets that came with the first. */
+  let withFirst = 0;
+
+  const release = (sink: PacketSink): void => {
+    for (const packet of held ?? []) sink.push(packet);
+    held = undefined;
+  };
+
+  /**
+   * Frames a service slower than real time falls behind over the whole audio: at `pace` ms of audio per ms it
+   * sends `durationMs` in `durationMs / pace`, so a player started on the first packets would be short of
+   * `durationMs × (1 − pace)` by the end; started with that much more in hand it plays on without running dry.
+   */
+  const framesBehind = (pace: number): number =>
+    durationMs === undefined || pace >= 1 ? 0 : Math.ceil((durationMs * (1 - pace)) / PACKET_MS);
+
+  return {
+    get holding() {
+      return held !== undefined;
+    },
+    add(packet, sink, arrivedAt) {
+      if (held === undefined) {
+        sink.push(packet);
+        return;
+      }
+      held.push(packet);
+      if (held.length === 1) firstAt = arrivedAt;
+      if (arrivedAt <= firstAt + SAME_ARRIVAL_MS) withFirst++;
+      lastAt = Math.max(lastAt, arrivedAt);
+    },
+    caughtUp(sink) {
+      const count = held?.length ?? 0;
+      if (count === 0) return;
+      // The pace the packets after the first arrival came at, in ms of audio per ms; unknown while none has.
+      const span = lastAt - firstAt;
+      const pace = span > SAME_ARRIVAL_MS ? ((count - withFirst) * PACKET_MS) / span : undefined;
+      // At twice real time or faster, the packets after the first `startFrames` come sooner than the player needs them.
+      const fast = pace !== undefined && pace >= 2 && count >= startFrames;
+      const behind = fast || pace === undefined ? 0 : framesBehind(pace);
+      if (!fast) {
+        if (count < slowStartFrames + behind) return;
+        // With the length known, a start waits until the pace shows (the next piece of the response, or its end).
+        if (pace === undefined && durationMs !== undefined) return;
+      }
+      if (behind > 0) {
+        (options.logger ?? silentLogger).debug('a service slower than real time: held to play through', {
+          pace: Math.round((pace ?? 0) * 100) / 100,
+          heldMs: count * PACKET_MS,
+          durationMs,
+        });
+      }
+      release(sink);
+    },
+    end(sink) {
+      release(sink);
+    },
+  };
+}

@@ -1,0 +1,73 @@
+/** When the first packets of a stream go to the player (src/audio/start-hold.ts), from their arrival times. */
+import { describe, expect, it } from 'vitest';
+import { createStartHold } from '../../src/audio/start-hold.ts';
+
+/**
+ * Packets arriving `perArrival` at a time, `msPerArrival` apart, at most `total` of them: how many had arrived when
+ * the hold let them go (`total` when it held them to the end).
+ */
+function releasedAfter(o: {
+  perArrival: number;
+  msPerArrival: number;
+  total: number;
+  durationMs?: number;
+}): number {
+  const out: Buffer[] = [];
+  const sink = { push: (packet: Buffer) => out.push(packet) };
+  const hold = createStartHold({
+    startFrames: 3,
+    slowStartFrames: 5,
+    ...(o.durationMs === undefined ? {} : { durationMs: o.durationMs }),
+  });
+  for (let added = 0, at = 1_000; added < o.total; at += o.msPerArrival) {
+    for (let i = 0; i < o.perArrival && added < o.total; i++, added++) hold.add(Buffer.of(added), sink, at);
+    hold.caughtUp(sink);
+    if (out.length > 0) {
+      expect(out.map((packet) => packet[0])).toEqual(Array.from({ length: added }, (_, i) => i));
+      return added;
+    }
+  }
+  hold.end(sink);
+  expect(out).toHaveLength(o.total);
+  return o.total;
+}
+
+describe('createStartHold', () => {
+  it('lets a service at four times real time go on its third packet', () => {
+    expect(releasedAfter({ perArrival: 1, msPerArrival: 5, total: 100, durationMs: 2_000 })).toBe(3);
+  });
+
+  it('judges a service that sends several packets at a time from the arrivals after its first', () => {
+    // Four packets every 20 ms (4 × real time): known after the second arrival.
+    expect(releasedAfter({ perArrival: 4, msPerArrival: 20, total: 100, durationMs: 2_000 })).toBe(8);
+    // Five every 200 ms (half real time): the first five tell nothing; 2 s × 0.5 = 50 frames behind, and five.
+    expect(releasedAfter({ perArrival: 5, msPerArrival: 200, total: 100, durationMs: 2_000 })).toBe(55);
+  });
+
+  it('without the length, holds five from a slow service, as before', () => {
+    expect(releasedAfter({ perArrival: 5, msPerArrival: 200, total: 100 })).toBe(5);
+    expect(releasedAfter({ perArrival: 1, msPerArrival: 40, total: 100 })).toBe(5);
+  });
+
+  it('holds what a slow service falls behind by the end, whatever the length', () => {
+    // Half real time, one packet each 40 ms.
+    expect(releasedAfter({ perArrival: 1, msPerArrival: 40, total: 100, durationMs: 2_000 })).toBe(55);
+    expect(releasedAfter({ perArrival: 1, msPerArrival: 40, total: 250, durationMs: 5_000 })).toBe(130);
+  });
+
+  it('lets everything go at the end when the pace never showed', () => {
+    expect(releasedAfter({ perArrival: 8, msPerArrival: 0, total: 8, durationMs: 2_000 })).toBe(8);
+  });
+
+  it('passes packets on as they come once it let go', () => {
+    const out: Buffer[] = [];
+    const sink = { push: (packet: Buffer) => out.push(packet) };
+    const hold = createStartHold({ startFrames: 3, slowStartFrames: 5 });
+    for (let i = 0; i < 3; i++) hold.add(Buffer.of(i), sink, 1_000 + i * 5);
+    expect(hold.holding).toBe(true);
+    hold.caughtUp(sink);
+    expect(hold.holding).toBe(false);
+    hold.add(Buffer.of(3), sink, 2_000);
+    expect(out.map((packet) => packet[0])).toEqual([0, 1, 2, 3]);
+  });
+});
