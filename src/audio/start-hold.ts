@@ -54,6 +54,18 @@ const PACKET_MS = 20;
  * they took to come is not known, so the pace is measured from the packets after them.
  */
 const SAME_ARRIVAL_MS = 1;
+/**
+ * How far a service may fall behind by the end without a longer hold: a page read a little late (a busy event loop,
+ * the service's own timer) makes a service at real time seem a little slower, and what `slowStartFrames` holds beyond
+ * `startFrames` (40 ms in Herald) has room for half of that.
+ */
+const BEHIND_ALLOWED_MS = 20;
+/**
+ * A page may come this much later than a service at real time would have sent it (counted from the first arrival)
+ * and the service still be taken for one at real time: a pace measured from a few pages, one of them read late,
+ * would hold a service at real time for nothing. Below about 0.85 × real time the fifth page is later than that.
+ */
+const REAL_TIME_JITTER_MS = 10;
 
 /** Holds the first packets of a stream as {@link StartHoldOptions} say; a start that never waits holds nothing. */
 export function createStartHold(options: StartHoldOptions = {}): StartHold {
@@ -66,6 +78,8 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
   let lastAt = 0;
   /** Packets that came with the first. */
   let withFirst = 0;
+  /** How much later than at real time the latest page came, of those after the first arrival. */
+  let mostLate = Number.NEGATIVE_INFINITY;
 
   const release = (sink: PacketSink): void => {
     for (const packet of held ?? []) sink.push(packet);
@@ -75,10 +89,13 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
   /**
    * Frames a service slower than real time falls behind over the whole audio: at `pace` ms of audio per ms it
    * sends `durationMs` in `durationMs / pace`, so a player started on the first packets would be short of
-   * `durationMs × (1 − pace)` by the end; started with that much more in hand it plays on without running dry.
+   * `durationMs × (1 − pace)` by the end; started with that much more in hand (less what it may fall behind
+   * anyway) it plays on without running dry.
    */
   const framesBehind = (pace: number): number =>
-    durationMs === undefined || pace >= 1 ? 0 : Math.ceil((durationMs * (1 - pace)) / PACKET_MS);
+    durationMs === undefined || pace >= 1
+      ? 0
+      : Math.max(0, Math.ceil((durationMs * (1 - pace) - BEHIND_ALLOWED_MS) / PACKET_MS));
 
   return {
     get holding() {
@@ -92,6 +109,7 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
       held.push(packet);
       if (held.length === 1) firstAt = arrivedAt;
       if (arrivedAt <= firstAt + SAME_ARRIVAL_MS) withFirst++;
+      else mostLate = Math.max(mostLate, arrivedAt - (firstAt + (held.length - withFirst) * PACKET_MS));
       lastAt = Math.max(lastAt, arrivedAt);
     },
     caughtUp(sink) {
@@ -102,7 +120,8 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
       const pace = span > SAME_ARRIVAL_MS ? ((count - withFirst) * PACKET_MS) / span : undefined;
       // At twice real time or faster, the packets after the first `startFrames` come sooner than the player needs them.
       const fast = pace !== undefined && pace >= 2 && count >= startFrames;
-      const behind = fast || pace === undefined ? 0 : framesBehind(pace);
+      const slow = pace !== undefined && mostLate > REAL_TIME_JITTER_MS;
+      const behind = slow ? framesBehind(pace) : 0;
       if (!fast) {
         if (count < slowStartFrames + behind) return;
         // With the length known, a start waits until the pace shows (the next piece of the response, or its end).

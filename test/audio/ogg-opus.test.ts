@@ -197,15 +197,20 @@ describe('createOggOpusPacketizer: durationMs, from a service slower than real t
   it.each([
     ['half real time', 40],
     ['three quarters of real time', 80 / 3],
-    ['nine tenths of real time', 200 / 9],
+    ['four fifths of real time', 25],
   ])('at %s, holds until the rest arrives before it is due: no frame of silence', (_name, msPerPage) => {
     expect(starvedFrames(msPerPage, 2_000)).toBe(0);
     // Without the announced length the player runs dry, again and again.
     expect(starvedFrames(msPerPage)).toBeGreaterThan(5);
   });
 
-  it('holds no longer than that: at half real time, half the audio and the usual five', () => {
-    expect(releasedAfter(40, 2_000)).toBe(55);
+  it('takes nine tenths of real time for real time in its first five pages, as it must a page read late', () => {
+    // Each page 2.2 ms later than the one before: the fifth 8.9 ms late, within a late read of one at real time.
+    expect(releasedAfter(200 / 9, 2_000)).toBe(5);
+  });
+
+  it('holds no longer than that: at half real time, half the audio (less 20 ms) and the usual five', () => {
+    expect(releasedAfter(40, 2_000)).toBe(54);
   });
 
   it('holds a service at real time or faster no longer than without it', () => {
@@ -241,8 +246,8 @@ describe('createOggOpusPacketizer: durationMs, from a service slower than real t
   };
 
   it('judges a backlog demuxed at once by when its pages arrived, not as a fast service', () => {
-    // At half real time: 2 s × 0.5 = 50 frames behind, and the usual five.
-    expect(afterBacklog(40, 4, true)).toBe(55);
+    // At half real time: 2 s × 0.5 less 20 ms = 49 frames behind, and the usual five.
+    expect(afterBacklog(40, 4, true)).toBe(54);
     // At real time, ten pages in hand are enough at once; untimed, they wait for the next page to show the pace.
     expect(afterBacklog(20, 10, true)).toBe(10);
     expect(afterBacklog(20, 10, false)).toBe(11);

@@ -40,7 +40,8 @@ describe('createStartHold', () => {
   it('judges a service that sends several packets at a time from the arrivals after its first', () => {
     // Four packets every 20 ms (4 × real time): known after the second arrival.
     expect(releasedAfter({ perArrival: 4, msPerArrival: 20, total: 100, durationMs: 2_000 })).toBe(8);
-    // Five every 200 ms (half real time): the first five tell nothing; 2 s × 0.5 = 50 frames behind, and five.
+    // Five every 200 ms (half real time): the first five tell nothing; 2 s × 0.5 less 20 ms = 49 frames behind,
+    // and five: the eleventh arrival.
     expect(releasedAfter({ perArrival: 5, msPerArrival: 200, total: 100, durationMs: 2_000 })).toBe(55);
   });
 
@@ -49,10 +50,21 @@ describe('createStartHold', () => {
     expect(releasedAfter({ perArrival: 1, msPerArrival: 40, total: 100 })).toBe(5);
   });
 
-  it('holds what a slow service falls behind by the end, whatever the length', () => {
+  it('holds what a slow service falls behind by the end (less 20 ms), whatever the length', () => {
     // Half real time, one packet each 40 ms.
-    expect(releasedAfter({ perArrival: 1, msPerArrival: 40, total: 100, durationMs: 2_000 })).toBe(55);
-    expect(releasedAfter({ perArrival: 1, msPerArrival: 40, total: 250, durationMs: 5_000 })).toBe(130);
+    expect(releasedAfter({ perArrival: 1, msPerArrival: 40, total: 100, durationMs: 2_000 })).toBe(54);
+    expect(releasedAfter({ perArrival: 1, msPerArrival: 40, total: 250, durationMs: 5_000 })).toBe(129);
+  });
+
+  it('does not hold a service at real time longer for a page read a little late', () => {
+    // Six pages at real time, the last read 8 ms late: measured from the first and last, 0.93 × real time, which
+    // would hold 3 frames more for a 1.2 s clip.
+    const out: Buffer[] = [];
+    const sink = { push: (packet: Buffer) => out.push(packet) };
+    const hold = createStartHold({ startFrames: 3, slowStartFrames: 5, durationMs: 1_200 });
+    for (let i = 0; i < 6; i++) hold.add(Buffer.of(i), sink, 1_000 + i * 20 + (i === 5 ? 8 : 0));
+    hold.caughtUp(sink);
+    expect(out).toHaveLength(6);
   });
 
   it('lets everything go at the end when the pace never showed', () => {
