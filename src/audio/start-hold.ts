@@ -78,7 +78,7 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
   let lastAt = 0;
   /** Packets that came with the first. */
   let withFirst = 0;
-  /** How much later than at real time the latest page came, of those after the first arrival. */
+  /** The most that a packet after the first arrival came later than a service at real time would have sent it. */
   let mostLate = Number.NEGATIVE_INFINITY;
 
   const release = (sink: PacketSink): void => {
