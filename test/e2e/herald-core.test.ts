@@ -295,12 +295,12 @@ describe('audio the simple demuxer cannot play', () => {
 
 describe('a service slower than real time', () => {
   it('is heard whole after a longer wait, not with frames of silence inside its words', async () => {
-    // 0.6 × real time: the 3.3 s of this sentence take 5.5 s to arrive, so a player started on the first frames
-    // would run dry for the last 2.2 s of it, a frame here and there.
+    // 0.6 × real time: the 2 s of this sentence take 3.3 s to arrive, so a player started on the first frames
+    // would run dry for 0.8 s of it, a frame here and there.
     world.tts.configure({ speed: 0.6 });
     try {
       const capture = world.discord.voice(world.guild);
-      const text = 'A service slower than real time must still be heard whole, without a stutter.';
+      const text = 'A slow service must still be heard whole, uncut.';
       await world.discord.slash(world.member, 'speak', { text });
       const heard = await capture.untilSilent({ quietMs: 800 });
       const frames = capture.frames;
@@ -321,7 +321,7 @@ describe('a service slower than real time', () => {
     world.tts.configure({ speed: 0.6, writeEveryMs: 200 });
     try {
       const capture = world.discord.voice(world.guild);
-      const text = 'Pages that come several at a time, slower than real time, must not stutter either.';
+      const text = 'Pages that come together must not stutter.';
       await world.discord.slash(world.member, 'speak', { text });
       await capture.untilSilent({ quietMs: 800 });
       const frames = capture.frames;
