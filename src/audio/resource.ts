@@ -25,6 +25,9 @@ export interface SpeechResourceOptions<T> {
   /** When the audio's byte at `offset` arrived (`performance.now()`; a ReadAhead's `arrivedAt`): the pace of the
    *  start is judged from that, so a backlog received before playing is not taken for a fast service. */
   readonly arrivedAt?: (offset: number) => number | undefined;
+  /** Told when Ogg Opus from a service slower than real time was held to play through (`onSlowStart` of
+   *  StartHoldOptions). */
+  readonly onSlowStart?: (heldMs: number, pace: number) => void;
 }
 
 /**
@@ -55,6 +58,7 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
             slowStartFrames: SLOW_START_FRAMES,
             ...(o.durationMs === undefined ? {} : { durationMs: o.durationMs }),
             ...(o.arrivedAt === undefined ? {} : { arrivedAt: o.arrivedAt }),
+            ...(o.onSlowStart === undefined ? {} : { onSlowStart: o.onSlowStart }),
           }),
         ],
         o.metadata,

@@ -29,6 +29,9 @@ export interface StartHoldOptions {
   readonly durationMs?: number;
   /** Told (at debug) when a slow service's audio was held to play through. */
   readonly logger?: Logger;
+  /** Told when the start was held longer because the service sends slower than real time: for how long (ms of
+   *  audio held) and at what pace (ms of audio per ms). */
+  readonly onSlowStart?: (heldMs: number, pace: number) => void;
 }
 
 /** The first packets of one stream, held until the player can start on them without running dry. */
@@ -127,12 +130,13 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
         // With the length known, a start waits until the pace shows (the next piece of the response, or its end).
         if (pace === undefined && durationMs !== undefined) return;
       }
-      if (behind > 0) {
+      if (behind > 0 && pace !== undefined) {
         (options.logger ?? silentLogger).debug('a service slower than real time: held to play through', {
-          pace: Math.round((pace ?? 0) * 100) / 100,
+          pace: Math.round(pace * 100) / 100,
           heldMs: count * PACKET_MS,
           durationMs,
         });
+        options.onSlowStart?.(count * PACKET_MS, pace);
       }
       release(sink);
     },

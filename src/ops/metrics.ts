@@ -112,7 +112,12 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
   });
   const starvedFrames = new Counter({
     name: 'herald_voice_starved_frames_total',
-    help: 'Frames of silence sent inside an utterance because its audio had not arrived in time (a TTS service streaming slower than real time, or stalling): a gap members hear in the words.',
+    help: 'Frames of silence sent inside an utterance because its audio had not arrived in time (a TTS service that slows down or stalls mid-clip): a gap members hear in the words.',
+    registers,
+  });
+  const slowStarts = new Counter({
+    name: 'herald_voice_slow_starts_total',
+    help: 'Utterances whose audio came slower than real time, held at their start until they could play through without a gap (members waited longer for the first word; see herald_first_packet_seconds).',
     registers,
   });
   const answers = new Counter({
@@ -315,6 +320,7 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
       if (late) latePackets.inc();
     },
     voiceStarved: () => starvedFrames.inc(),
+    voiceSlowStart: () => slowStarts.inc(),
     interactionAnswered: (outcome, seconds) => {
       answers.inc({ outcome });
       if (outcome === 'accepted') answerSeconds.observe(Math.max(0, seconds));

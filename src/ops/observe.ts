@@ -241,7 +241,9 @@ export function createVoiceWatch(events: OpsEvents): VoiceWatch {
       lastPacketAt = undefined;
       watchStarving(next.resource, events);
       // The session gives each resource its utterance as metadata; an unknown shape is simply not timed.
-      const request = (next.resource.metadata as { request?: SpeechRequest } | null)?.request;
+      const utterance = next.resource.metadata as { request?: SpeechRequest; slowStart?: boolean } | null;
+      if (utterance?.slowStart === true) events.voiceSlowStart();
+      const request = utterance?.request;
       awaitingFirst = request === undefined ? undefined : tracked.get(request);
     });
 

@@ -77,6 +77,8 @@ export interface Utterance {
   position: (() => number) | undefined;
   /** What broke the audio stream, kept because the player's error carries only the message. */
   streamError: unknown;
+  /** True when its audio came slower than real time and waited at its start to play through (the session says). */
+  slowStart: boolean;
 }
 
 /** Options of {@link SpeechQueue}. */
@@ -200,6 +202,7 @@ export class SpeechQueue {
       playing: false,
       position: undefined,
       streamError: undefined,
+      slowStart: false,
     });
     this.#pump();
     this.#changed();

@@ -150,6 +150,9 @@ export class GuildSession {
             ? {}
             : { durationMs: prepared.result.durationS * 1000 }),
           arrivedAt: (offset) => prepared.body.arrivedAt(offset),
+          onSlowStart: () => {
+            utterance.slowStart = true;
+          },
         });
         // The player reports a failed stream as an AudioPlayerError that keeps the error's name and message but not
         // its class or code, so the member would be told of "something wrong on my side" for audio the service cut

@@ -71,6 +71,28 @@ describe('createStartHold', () => {
     expect(releasedAfter({ perArrival: 8, msPerArrival: 0, total: 8, durationMs: 2_000 })).toBe(8);
   });
 
+  it('says when, and only when, it held a start for a slow service', () => {
+    const told: [number, number][] = [];
+    const run = (msApart: number): void => {
+      const sink = { push: () => {} };
+      const hold = createStartHold({
+        startFrames: 3,
+        slowStartFrames: 5,
+        durationMs: 2_000,
+        onSlowStart: (heldMs, pace) => told.push([heldMs, pace]),
+      });
+      for (let i = 0; i < 100 && hold.holding; i++) {
+        hold.add(Buffer.of(i), sink, 1_000 + i * msApart);
+        hold.caughtUp(sink);
+      }
+    };
+    run(5);
+    run(20);
+    expect(told).toEqual([]);
+    run(40);
+    expect(told).toEqual([[54 * 20, 0.5]]);
+  });
+
   it('passes packets on as they come once it let go', () => {
     const out: Buffer[] = [];
     const sink = { push: (packet: Buffer) => out.push(packet) };

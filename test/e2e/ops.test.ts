@@ -265,6 +265,23 @@ describe('the operations endpoint', () => {
     expect(starved).toBe(inside);
   });
 
+  it('counts an utterance held at its start because its audio came slower than real time, and only that', async () => {
+    const capture = world.discord.voice(world.guild);
+    const before = value(await scrape(), 'herald_voice_slow_starts_total');
+    capture.clear();
+    tts().inject({ kind: 'slow', speed: 0.5 });
+    await world.discord.slash(world.member, 'speak', { text: 'Half real time, held to play through.' });
+    await capture.untilSilent({ quietMs: 800 });
+    const counted = await until('the slow start to be counted', async () => {
+      const now = value(await scrape(), 'herald_voice_slow_starts_total') - before;
+      return now >= 1 ? now : undefined;
+    });
+    expect(counted).toBe(1);
+    await world.discord.slash(world.member, 'speak', { text: 'And this one at full speed.' });
+    await capture.untilSilent({ quietMs: 800 });
+    expect(value(await scrape(), 'herald_voice_slow_starts_total') - before).toBe(1);
+  });
+
   it('counts errors that reach the process’s last-resort handlers, by kind', async () => {
     const before = value(await scrape(), 'herald_process_errors_total', { kind: 'unhandled-rejection' });
     expect(value(await scrape(), 'herald_process_errors_total', { kind: 'uncaught-exception' })).toBe(0);
