@@ -30,6 +30,7 @@ import { createSoakServers } from './servers.ts';
 import { createToneDetector, SOAK_SPEAKERS } from './tones.ts';
 import { createTracker, type Outcome, type SilentIncident } from './tracker.ts';
 import { createTraffic } from './traffic.ts';
+import { type VoiceFigures, voiceFigures } from './voice.ts';
 
 /** Options of {@link runSoak}. */
 export interface SoakOptions {
@@ -77,6 +78,8 @@ export interface SoakResult {
   readonly silentIncidents: readonly (SilentIncident & { readonly heraldLog: readonly string[] })[];
   readonly ledger: LedgerCheck;
   readonly memory: MemoryFigures;
+  /** Herald's voice counters at the end (its /metrics); undefined when it did not answer. */
+  readonly voice: VoiceFigures | undefined;
   /** Herald's memory and open files every 5 s (ms since the start), to look at the curve behind the slopes. */
   readonly samples: readonly MemorySample[];
   readonly heraldExited: boolean;
@@ -310,6 +313,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       ),
       ledger,
       memory: memory.figures,
+      voice: await voiceFigures(metricsPort),
       samples: samples.map((sample) => ({ ...sample, rss: Math.round(sample.rss * 10) / 10 })),
       heraldExited: !herald.running() && violations.includes('Herald exited during the run'),
       violations,

@@ -58,6 +58,12 @@ export function formatSummary(r: SoakResult): string {
       'Herald open files',
       `${r.memory.openFiles.first} → ${r.memory.openFiles.last} (max ${r.memory.openFiles.max}), slope ${r.memory.openFiles.slopePerHour}/h after warm-up`,
     ],
+    [
+      'voice',
+      r.voice
+        ? `${r.voice.packets} packets, ${r.voice.latePackets} more than a frame after the one before; ${r.voice.starvedFrames} frames of silence inside words (audio late); ${r.voice.slowStarts} starts held for a service slower than real time`
+        : 'Herald’s /metrics did not answer',
+    ],
     ['invariants', r.violations.length === 0 ? 'all held' : `${r.violations.length} violated`],
   ];
   const width = Math.max(...rows.map(([name]) => name.length));

@@ -14,6 +14,7 @@ describe('the soak run (3 minutes)', () => {
     expect(result.speak.sent).toBeGreaterThan(20);
     expect(result.speak.outcomes.heard).toBeGreaterThan(0);
     expect(Object.values(result.faults).reduce((sum, n) => sum + (n ?? 0), 0)).toBeGreaterThan(0);
+    expect(result.voice?.packets).toBeGreaterThan(0);
     expect(result.violations).toEqual([]);
   });
 });
