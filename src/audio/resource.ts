@@ -4,6 +4,7 @@ import prism from 'prism-media';
 import { type Logger, silentLogger } from '../log.ts';
 import { AudioFormatError } from './errors.ts';
 import { readOggOpusPackets } from './packet-stream.ts';
+import { createStartHoldStream, type StartHoldOptions } from './start-hold.ts';
 import { createWavToPcm } from './wav.ts';
 
 /** The audio formats the TTS service sends: Ogg Opus, or RIFF PCM WAV. */
@@ -19,13 +20,13 @@ export interface SpeechResourceOptions<T> {
   readonly logger?: Logger;
   /** Frames of silence after the audio; default {@link STOP_SILENCE_FRAMES}. */
   readonly trailingSilenceFrames?: number;
-  /** The audio’s length as the service announced it: Ogg Opus from a service slower than real time waits to start
+  /** The audio’s length as the service announced it: audio from a service slower than real time waits to start
    *  until it can play to the end without a gap (`durationMs` of StartHoldOptions, src/audio/start-hold.ts). */
   readonly durationMs?: number;
   /** When the audio's byte at `offset` arrived (`performance.now()`; a ReadAhead's `arrivedAt`): the pace of the
    *  start is judged from that, so a backlog received before playing is not taken for a fast service. */
   readonly arrivedAt?: (offset: number) => number | undefined;
-  /** Told when Ogg Opus from a service slower than real time was held to play through (`onSlowStart` of
+  /** Told when audio from a service slower than real time was held to play through (`onSlowStart` of
    *  StartHoldOptions). */
   readonly onSlowStart?: (heldMs: number, pace: number) => void;
 }
@@ -37,12 +38,21 @@ export interface SpeechResourceOptions<T> {
 export const STOP_SILENCE_FRAMES = 5;
 
 /** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → readOggOpusPackets → Opus
- * packets, the first of them held until the player can start on them without running dry (src/audio/start-hold.ts);
- * WAV → createWavToPcm → prism's Opus encoder. No FFmpeg, no child process. An error on the input
+ * packets; WAV → createWavToPcm → prism's Opus encoder → createStartHoldStream. Either way the first packets are held
+ * until the player can start on them without running dry (src/audio/start-hold.ts). No FFmpeg, no child process.
+ * An error on the input
  * (e.g. a TTS timeout) destroys the play stream, which ends the resource.
  * @throws AudioFormatError (`ERR_UNKNOWN_FORMAT`) for a format other than 'opus' or 'wav', before playing. */
 export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOptions<T>): AudioResource<T> {
   const logger = o.logger ?? silentLogger;
+  // Either way the first packets wait until the player can start on them without running dry.
+  const startHold: StartHoldOptions = {
+    logger,
+    startFrames: START_FRAMES,
+    slowStartFrames: SLOW_START_FRAMES,
+    ...(o.durationMs === undefined ? {} : { durationMs: o.durationMs }),
+    ...(o.onSlowStart === undefined ? {} : { onSlowStart: o.onSlowStart }),
+  };
   // The resource is built directly rather than through createAudioResource: finding a pipeline there probes
   // for FFmpeg with a synchronous `ffmpeg -h` child process on first use, which these inputs never need.
   switch (o.format) {
@@ -53,29 +63,36 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
         [],
         [
           readOggOpusPackets(audio, {
-            logger,
-            startFrames: START_FRAMES,
-            slowStartFrames: SLOW_START_FRAMES,
-            ...(o.durationMs === undefined ? {} : { durationMs: o.durationMs }),
+            ...startHold,
             ...(o.arrivedAt === undefined ? {} : { arrivedAt: o.arrivedAt }),
-            ...(o.onSlowStart === undefined ? {} : { onSlowStart: o.onSlowStart }),
           }),
         ],
         o.metadata,
         o.trailingSilenceFrames ?? STOP_SILENCE_FRAMES,
       );
-    case 'wav':
+    case 'wav': {
+      // Where the samples start in the body, and how many of its bytes make a millisecond, once the header is read.
+      let data: { readonly start: number; readonly bytesPerMs: number } | undefined;
       return new AudioResource<T>(
         [],
         [
           audio,
-          createWavToPcm({ logger }),
+          createWavToPcm({ logger, onData: (start, bytesPerMs) => (data = { start, bytesPerMs }) }),
           // The same encoder @discordjs/voice puts on its Raw → Opus edge; the resource exposes it as `encoder`.
           new prism.opus.Encoder({ rate: 48_000, channels: 2, frameSize: 960 }),
+          createStartHoldStream({
+            ...startHold,
+            // The 20 ms packet at `index` is made of the samples up to (index + 1) × 20 ms into the data.
+            arrivedAt: (index) =>
+              data === undefined
+                ? undefined
+                : o.arrivedAt?.(data.start + Math.ceil((index + 1) * 20 * data.bytesPerMs) - 1),
+          }),
         ],
         o.metadata,
         o.trailingSilenceFrames ?? STOP_SILENCE_FRAMES,
       );
+    }
     default:
       audio.destroy();
       throw new AudioFormatError(

@@ -1,3 +1,4 @@
+import { Transform } from 'node:stream';
 import { type Logger, silentLogger } from '../log.ts';
 
 /** Where packets go: a Transform's or a Readable's `push`. */
@@ -144,4 +145,40 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
       release(sink);
     },
   };
+}
+
+/** Options of {@link createStartHoldStream}. */
+export interface StartHoldStreamOptions extends StartHoldOptions {
+  /** When the input behind the packet at `index` (0 for the first out) arrived, in ms; undefined when not known. */
+  readonly arrivedAt?: (index: number) => number | undefined;
+  /** The clock, in ms, when `arrivedAt` does not know: when the packet came out; default `performance.now`. */
+  readonly now?: () => number;
+}
+
+/**
+ * The start hold as a Transform of 20 ms packets (object mode), behind a pipeline that makes them from bytes (WAV
+ * through an Opus encoder). Each packet is judged as it comes: a piece of input that makes several packets is then
+ * judged on its first ones, which can only make the pace seem slower for a moment and hold longer, never less.
+ */
+export function createStartHoldStream(options: StartHoldStreamOptions = {}): Transform {
+  const hold = createStartHold(options);
+  const now = options.now ?? (() => performance.now());
+  let index = 0;
+  return new Transform({
+    objectMode: true,
+    transform(packet: Buffer, _encoding, callback) {
+      if (hold.holding) {
+        hold.add(packet, this, options.arrivedAt?.(index) ?? now());
+        hold.caughtUp(this);
+      } else {
+        this.push(packet);
+      }
+      index++;
+      callback();
+    },
+    flush(callback) {
+      hold.end(this);
+      callback();
+    },
+  });
 }

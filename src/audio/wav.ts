@@ -7,6 +7,11 @@ import { canResample, createResampler, type Resampler } from './resample.ts';
 export interface WavToPcmOptions {
   /** Where the WAV's format is logged at debug. */
   readonly logger?: Logger;
+  /**
+   * Told where its samples start in the input (the offset of the data chunk's first byte) and how many input bytes
+   * make a millisecond of them: where in the input each 20 ms of the output came from.
+   */
+  readonly onData?: (dataStart: number, bytesPerMs: number) => void;
 }
 
 /** The format the WAV's fmt chunk declares. */
@@ -41,6 +46,8 @@ export function createWavToPcm(options: WavToPcmOptions = {}): Transform {
   let format: WavFormat | undefined;
   let resamplers: Resampler[] = [];
   let outputBytes = 0;
+  // Input bytes received in all: the first byte held is at `received - held.length`.
+  let received = 0;
 
   const convert = (samples: Int16Array[], stream: Transform): void => {
     const [left, right = left] = samples;
@@ -112,6 +119,7 @@ export function createWavToPcm(options: WavToPcmOptions = {}): Transform {
         if (id === 'data') {
           if (format === undefined) throw unsupported('its data chunk comes before its fmt chunk');
           phase = { status: 'data', remaining: UNKNOWN_SIZES.has(size) ? Number.POSITIVE_INFINITY : size };
+          options.onData?.(received - held.length, (format.sampleRate * format.channels * 2) / 1000);
         } else if (id === 'fmt ') {
           phase = { status: 'chunk-body', id, size };
         } else {
@@ -156,6 +164,7 @@ export function createWavToPcm(options: WavToPcmOptions = {}): Transform {
           ? chunk
           : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
         held = held.length === 0 ? bytes : Buffer.concat([held, bytes]);
+        received += bytes.length;
         while (step(this)) {
           // Each step consumed one header piece.
         }

@@ -1,6 +1,8 @@
 /** When the first packets of a stream go to the player (src/audio/start-hold.ts), from their arrival times. */
+
+import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createStartHold } from '../../src/audio/start-hold.ts';
+import { createStartHold, createStartHoldStream } from '../../src/audio/start-hold.ts';
 
 /**
  * Packets arriving `perArrival` at a time, `msPerArrival` apart, at most `total` of them: how many had arrived when
@@ -103,5 +105,42 @@ describe('createStartHold', () => {
     expect(hold.holding).toBe(false);
     hold.add(Buffer.of(3), sink, 2_000);
     expect(out.map((packet) => packet[0])).toEqual([0, 1, 2, 3]);
+  });
+});
+
+describe('createStartHoldStream', () => {
+  // Packets out of an encoder in pieces of five, whose input arrived `msPerPiece` apart: how many had come out when the
+  // first went on.
+  const releasedAfter = async (msPerPiece: number, durationMs: number): Promise<number> => {
+    const packets = Array.from({ length: 100 }, (_, i) => Buffer.of(i));
+    const hold = createStartHoldStream({
+      startFrames: 3,
+      slowStartFrames: 5,
+      durationMs,
+      arrivedAt: (index) => 1_000 + Math.floor(index / 5) * msPerPiece,
+    });
+    let written = 0;
+    let released: number | undefined;
+    hold.once('data', () => {
+      released ??= written;
+    });
+    const out: Buffer[] = [];
+    hold.on('data', (packet: Buffer) => out.push(packet));
+    for await (const packet of Readable.from(packets)) {
+      written++;
+      hold.write(packet);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    hold.end();
+    await new Promise((resolve) => hold.once('end', resolve));
+    expect(out).toEqual(packets);
+    return released ?? written;
+  };
+
+  it('holds a slow service by the input’s arrival, not by when the encoder let the packets out', async () => {
+    // Five packets each 200 ms: half real time, 2 s × 0.5 less 20 ms = 49 behind, and five: the eleventh piece.
+    expect(await releasedAfter(200, 2_000)).toBe(55);
+    // Five each 25 ms: four times real time, known from the first packet of the second piece on.
+    expect(await releasedAfter(25, 2_000)).toBeLessThanOrEqual(10);
   });
 });

@@ -123,6 +123,30 @@ describe('createWavToPcm', () => {
   });
 
   it.each([
+    ['a plain header', { sampleRate: 24_000, channels: 1 }, 44, 48],
+    ['stereo at 48 kHz', { sampleRate: 48_000, channels: 2 }, 44, 192],
+    [
+      'chunks before data',
+      { sampleRate: 16_000, channels: 1, before: [{ id: 'junk', body: Buffer.from([1, 2, 3]) }] },
+      56,
+      32,
+    ],
+  ])(
+    'says where the samples of %s start and how many bytes make a millisecond',
+    async (_name, o, start, perMs) => {
+      const told: [number, number][] = [];
+      const file = wavFile(samples, o);
+      await runTransform<Buffer>(
+        createWavToPcm({ onData: (dataStart, bytesPerMs) => told.push([dataStart, bytesPerMs]) }),
+        chunked(file, 5),
+      );
+      expect(told).toEqual([[start, perMs]]);
+      // The data chunk's header ends where the samples start.
+      expect(file.toString('latin1', start - 8, start - 4)).toBe('data');
+    },
+  );
+
+  it.each([
     [
       'Ogg bytes',
       Buffer.from('OggS\x00\x02\x00\x00\x00\x00\x00\x00', 'latin1'),

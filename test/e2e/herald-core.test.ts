@@ -335,23 +335,40 @@ describe('a service slower than real time', () => {
 });
 
 describe('the variant form', () => {
-  it('plays WAV through the transcoding path', async () => {
+  beforeAll(async () => {
     world.tts.configure({ form: 'variant' });
     await world.restart({ TTS_API_FORM: 'variant' });
-    try {
-      const text = 'Wave files work too.';
-      await world.discord.slash(world.member, 'speak', { text, speaker: adam.name });
-      const heard = await world.discord.voice(world.guild).untilSilent();
-      expect(heard.segments[0]?.dominantHz).toEqual(near(adam.toneHz));
-      expect(heard.soundMs).toBeGreaterThan(expectedDurationMs(text) - 80);
-      expect(heard.soundMs).toBeLessThan(expectedDurationMs(text) + 80);
-      const sent = world.tts.requests.at(-1)?.body as Record<string, unknown>;
-      expect(sent.format).toBe('wav');
-      expect(sent).not.toHaveProperty('temperature');
-    } finally {
-      world.tts.configure({ form: 'current' });
-      await world.restart({ TTS_API_FORM: 'current' });
-    }
+  });
+  afterAll(async () => {
+    world.tts.configure({ form: 'current', speed: 8 });
+    await world.restart({ TTS_API_FORM: 'current' });
+  });
+
+  it('plays WAV through the transcoding path', async () => {
+    const text = 'Wave files work too.';
+    await world.discord.slash(world.member, 'speak', { text, speaker: adam.name });
+    const heard = await world.discord.voice(world.guild).untilSilent();
+    expect(heard.segments[0]?.dominantHz).toEqual(near(adam.toneHz));
+    expect(heard.soundMs).toBeGreaterThan(expectedDurationMs(text) - 80);
+    expect(heard.soundMs).toBeLessThan(expectedDurationMs(text) + 80);
+    const sent = world.tts.requests.at(-1)?.body as Record<string, unknown>;
+    expect(sent.format).toBe('wav');
+    expect(sent).not.toHaveProperty('temperature');
+  });
+
+  it('plays WAV from a service slower than real time whole, with no frame of silence inside it', async () => {
+    // The emulator sends WAV in 100 ms pieces: at 0.6 × real time, one each 167 ms.
+    world.tts.configure({ speed: 0.6 });
+    const capture = world.discord.voice(world.guild);
+    const text = 'Wave files from a slow service, whole.';
+    await world.discord.slash(world.member, 'speak', { text, speaker: adam.name });
+    const heard = await capture.untilSilent({ quietMs: 800 });
+    const frames = capture.frames;
+    const first = frames.findIndex((frame) => !frame.silence);
+    const last = frames.findLastIndex((frame) => !frame.silence);
+    expect(frames.slice(first, last + 1).filter((frame) => frame.silence)).toHaveLength(0);
+    expect(heard.soundMs).toBeGreaterThan(expectedDurationMs(text) - 80);
+    expect(heard.soundMs).toBeLessThan(expectedDurationMs(text) + 80);
   });
 });
 
