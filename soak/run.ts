@@ -250,6 +250,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     while (faults.databaseDown()) await sleep(250);
     faults.close();
     const faultCounts = faults.counts();
+    // What Herald's counters say of its voice, read before it stops.
+    const voice = await voiceFigures(metricsPort);
     await herald.stop();
     const finalRows = await ledgerRows();
     ledger = compareLedger(finalRows, tts.requests, Number.POSITIVE_INFINITY);
@@ -313,7 +315,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       ),
       ledger,
       memory: memory.figures,
-      voice: await voiceFigures(metricsPort),
+      voice,
       samples: samples.map((sample) => ({ ...sample, rss: Math.round(sample.rss * 10) / 10 })),
       heraldExited: !herald.running() && violations.includes('Herald exited during the run'),
       violations,
