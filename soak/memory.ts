@@ -1,4 +1,5 @@
 /** Herald's memory and open files during a soak: sampled every few seconds, judged at the end. */
+import { readMetrics } from './metrics.ts';
 import { slope } from './stats.ts';
 
 /** One sample: ms since the start, resident MB, open files, V8 heap in use (MB; undefined when not read). */
@@ -19,14 +20,8 @@ export interface MemoryFigures {
 
 /** Herald's V8 heap in use, in MB, from its /metrics; undefined when it does not answer within a second. */
 export async function heapUsedMb(port: number): Promise<number | undefined> {
-  try {
-    const response = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(1_000) });
-    const text = await response.text();
-    const match = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
-    return match ? Number(match[1]) / 2 ** 20 : undefined;
-  } catch {
-    return undefined;
-  }
+  const read = await readMetrics(port, { heap: 'nodejs_heap_size_used_bytes' }, 1_000);
+  return read && read.heap / 2 ** 20;
 }
 
 /** Resident memory, V8 heap and open files: first, last, highest and the slope per hour after the warm-up. */

@@ -40,12 +40,10 @@ export const STOP_SILENCE_FRAMES = 5;
 /** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → readOggOpusPackets → Opus
  * packets; WAV → createWavToPcm → prism's Opus encoder → createStartHoldStream. Either way the first packets are held
  * until the player can start on them without running dry (src/audio/start-hold.ts). No FFmpeg, no child process.
- * An error on the input
- * (e.g. a TTS timeout) destroys the play stream, which ends the resource.
+ * An error on the input (e.g. a TTS timeout) destroys the play stream, which ends the resource.
  * @throws AudioFormatError (`ERR_UNKNOWN_FORMAT`) for a format other than 'opus' or 'wav', before playing. */
 export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOptions<T>): AudioResource<T> {
   const logger = o.logger ?? silentLogger;
-  // Either way the first packets wait until the player can start on them without running dry.
   const startHold: StartHoldOptions = {
     logger,
     startFrames: START_FRAMES,
