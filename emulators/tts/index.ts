@@ -248,8 +248,12 @@ export async function startTtsEmulator(options: TtsEmulatorOptions = {}): Promis
       'X-Balance-USD': String(fromMicros(balanceMicros)),
     });
     res.flushHeaders();
+    const slow = find('slow');
     await streamChunks(res, chunks, {
-      speed: find('slow')?.speed ?? settings.speed,
+      // A slow-down from `afterMs` on follows the configured speed until then; without it, the whole body is slow.
+      ...(slow?.afterMs === undefined
+        ? { speed: slow?.speed ?? settings.speed }
+        : { speed: settings.speed, slowAfterMs: slow.afterMs, slowSpeed: slow.speed }),
       writeEveryMs: settings.writeEveryMs,
       stall: find('stall'),
       reset: find('reset'),

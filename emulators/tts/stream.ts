@@ -36,6 +36,9 @@ function write(res: ServerResponse, data: Buffer, signal: AbortSignal): Promise<
 export interface StreamOptions {
   /** Realtime factor the chunks fall due at; Infinity: all at once. */
   readonly speed: number;
+  /** From this many ms of audio on, the chunks fall due at `slowSpeed` × real time instead (a service slowing down). */
+  readonly slowAfterMs?: number;
+  readonly slowSpeed?: number;
   /**
    * At most one write per this many ms: what fell due in between goes out in one write, never early. 0: each chunk
    * on its own as it falls due.
@@ -56,8 +59,18 @@ export async function streamChunks(
   const { speed, stall, reset, truncate, signal } = o;
   const writeEveryMs = o.writeEveryMs ?? 0;
   const paced = Number.isFinite(speed) && speed > 0;
+  const slowAfterMs = o.slowSpeed === undefined ? Number.POSITIVE_INFINITY : (o.slowAfterMs ?? 0);
+  const slowSpeed = o.slowSpeed ?? speed;
   let start = Date.now();
-  const dueOf = (chunk: TimedChunk): number => (paced ? start + chunk.atMs / speed : 0);
+  // When the audio up to `atMs` is due, counted from the start: at `speed` up to `slowAfterMs`, at `slowSpeed` after.
+  const offsetOf = (atMs: number): number =>
+    atMs <= slowAfterMs
+      ? paced
+        ? atMs / speed
+        : 0
+      : (paced ? slowAfterMs / speed : 0) + (atMs - slowAfterMs) / slowSpeed;
+  const dueOf = (chunk: TimedChunk): number =>
+    paced || chunk.atMs > slowAfterMs ? start + offsetOf(chunk.atMs) : 0;
   let sent = 0;
   let stalled = false;
   let lastWrite = Number.NEGATIVE_INFINITY;

@@ -47,8 +47,12 @@ export type Fault =
   | { kind: 'status'; status: number; body?: string | object; contentType?: string; retryAfter?: string }
   /** Stop writing the body after `afterBytes` for `ms` (Infinity: until the client or the emulator closes). */
   | { kind: 'stall'; afterBytes: number; ms: number }
-  /** Stream the audio at `speed` × real time instead of the configured speed (below 1: slower than it plays). */
-  | { kind: 'slow'; speed: number }
+  /**
+   * Stream the audio at `speed` × real time instead of the configured speed (below 1: slower than it plays); with
+   * `afterMs`, only the audio after its first `afterMs` (sent at the configured speed): a service that slows down
+   * inside an utterance.
+   */
+  | { kind: 'slow'; speed: number; afterMs?: number }
   /** Destroy the socket after `afterBytes` of body. */
   | { kind: 'reset'; afterBytes: number }
   /** End the response cleanly after `afterBytes` of body: a 200 whose audio stops short (charged in full). */

@@ -552,6 +552,21 @@ describe('faults', () => {
     expect(performance.now() - next).toBeLessThan(slowMs / 2);
   });
 
+  it('slow with afterMs sends the start at the configured speed and slows down after it', async () => {
+    const e = await emulator({ speed: Number.POSITIVE_INFINITY, msPerChar: 10 });
+    // 1 s of audio: the first 600 ms at once, the last 400 ms at half real time (about 800 ms).
+    e.inject({ kind: 'slow', speed: 0.5, afterMs: 600 });
+    const reply = await generate(e, { ...body, text: 'x'.repeat(100) });
+    const packets = readOggOpus(reply.body).packets.length;
+    expect(packets).toBeGreaterThanOrEqual(50);
+    const first = reply.chunkTimes[0] ?? 0;
+    const arrivedBy = (ms: number): number => reply.chunkTimes.filter((time) => time - first <= ms).length;
+    // Most of the pages came with the first; the last fifth took the rest of the time.
+    expect(arrivedBy(100)).toBeGreaterThan(reply.chunkTimes.length / 2);
+    expect(arrivedBy(100)).toBeLessThan(reply.chunkTimes.length - 10);
+    expect((reply.chunkTimes.at(-1) ?? 0) - first).toBeGreaterThanOrEqual(700);
+  });
+
   it('stall with Infinity sends exactly afterBytes and then nothing, until the client gives up', async () => {
     const e = await emulator({ speed: Number.POSITIVE_INFINITY });
     e.inject({ kind: 'stall', afterBytes: 500, ms: Number.POSITIVE_INFINITY });
