@@ -4,7 +4,13 @@ import { silentLogger } from '../log.ts';
 import { AudioFormatError, describeBytes } from './errors.ts';
 import { createOggPacketReader, type OggPacket } from './ogg-reader.ts';
 import { isOne20msFrame, parseOpusPacket } from './opus-packet.ts';
-import { createStartHold, type PacketSink, type StartHoldOptions } from './start-hold.ts';
+import {
+  createStartHold,
+  type PacketSink,
+  rebufferWhenDry,
+  type StartHold,
+  type StartHoldOptions,
+} from './start-hold.ts';
 
 /** What OpusHead (RFC 7845 §5.1) tells the packetizer. */
 interface OpusHead {
@@ -76,6 +82,8 @@ export interface OggOpusDemuxer {
   caughtUp(sink: PacketSink): void;
   /** The input ended: pushes what is held, and checks that it was a whole Opus stream. */
   end(sink: PacketSink): void;
+  /** The reader found no packet `playedMs` into the audio: the next ones are held again ({@link StartHold.ranDry}). */
+  ranDry(playedMs: number): void;
 }
 
 /** A Transform: Ogg Opus bytes in (any chunking), Opus packets out (object mode), each exactly 20 ms, in order.
@@ -83,7 +91,7 @@ export interface OggOpusDemuxer {
  * other frame durations are decoded and re-encoded at 20 ms. Errors are {@link AudioFormatError}s. */
 export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}): Transform {
   const demuxer = createOggOpusDemuxer(options);
-  return new Transform({
+  const packetizer = new Transform({
     readableObjectMode: true,
     // Bytes wait upstream (a ReadAhead, the socket), not in this stream's write buffer (64 KiB by default): once its
     // input has ended, a Transform transforms everything that buffer holds at once, whatever its reader takes. With
@@ -108,6 +116,8 @@ export function createOggOpusPacketizer(options: OggOpusPacketizerOptions = {}):
       }
     },
   });
+  rebufferWhenDry(packetizer, demuxer);
+  return packetizer;
 }
 
 /** A chunk as a Buffer, without copying it. */
@@ -282,6 +292,9 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
       flushReencoder(sink);
       hold.end(sink);
       logger.debug('ogg opus done', { ...stats, outputs });
+    },
+    ranDry(playedMs) {
+      hold.ranDry(playedMs);
     },
   };
 }

@@ -1,5 +1,6 @@
 import { finished, Readable } from 'node:stream';
 import { asBuffer, asError, createOggOpusDemuxer, type OggOpusPacketizerOptions } from './ogg-opus.ts';
+import { rebufferWhenDry } from './start-hold.ts';
 
 /**
  * The Opus packets of an Ogg Opus byte stream, read as they are taken (object mode; each exactly 20 ms, as
@@ -59,6 +60,8 @@ export function readOggOpusPackets(source: Readable, options: OggOpusPacketizerO
     },
   });
 
+  // The player ran dry inside the audio: the next packets are held until it can play on (src/audio/start-hold.ts).
+  rebufferWhenDry(packets, demuxer);
   source.on('readable', pump);
   const stopWatching = finished(source, { writable: false }, (error) => {
     if (error) {

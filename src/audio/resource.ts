@@ -39,7 +39,8 @@ export const STOP_SILENCE_FRAMES = 5;
 
 /** Turns a TTS audio body into an @discordjs/voice AudioResource, streaming: Ogg → readOggOpusPackets → Opus
  * packets; WAV → createWavToPcm → prism's Opus encoder → createStartHoldStream. Either way the first packets are held
- * until the player can start on them without running dry (src/audio/start-hold.ts). No FFmpeg, no child process.
+ * until the player can start on them without running dry, and held again when it ran dry all the same
+ * (src/audio/start-hold.ts). No FFmpeg, no child process.
  * An error on the input (e.g. a TTS timeout) destroys the play stream, which ends the resource.
  * @throws AudioFormatError (`ERR_UNKNOWN_FORMAT`) for a format other than 'opus' or 'wav', before playing. */
 export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOptions<T>): AudioResource<T> {
@@ -48,6 +49,7 @@ export function createSpeechResource<T>(audio: Readable, o: SpeechResourceOption
     logger,
     startFrames: START_FRAMES,
     slowStartFrames: SLOW_START_FRAMES,
+    maxRebufferFrames: MAX_REBUFFER_FRAMES,
     ...(o.durationMs === undefined ? {} : { durationMs: o.durationMs }),
     ...(o.onSlowStart === undefined ? {} : { onSlowStart: o.onSlowStart }),
   };
@@ -114,6 +116,13 @@ export const START_FRAMES = 3;
  * `npm run bench` P3 in three. Five leave it 40–60 ms ahead, for 40 ms more before the first word.
  */
 export const SLOW_START_FRAMES = 5;
+
+/**
+ * The most frames held again when the player ran dry inside the audio (`maxRebufferFrames`): 3 s, one pause that
+ * long at most before the words go on, well below the 5 s of missed frames after which the session's player gives an
+ * utterance up. A service slower than that falls behind again and is held again.
+ */
+export const MAX_REBUFFER_FRAMES = 150;
 
 /**
  * Changes how many frames of silence end `resource`: fewer than {@link STOP_SILENCE_FRAMES} once the utterance

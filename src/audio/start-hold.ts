@@ -1,4 +1,4 @@
-import { Transform } from 'node:stream';
+import { type Readable, Transform } from 'node:stream';
 import { type Logger, silentLogger } from '../log.ts';
 
 /** Where packets go: a Transform's or a Readable's `push`. */
@@ -28,16 +28,26 @@ export interface StartHoldOptions {
    * due, so the words are heard whole after a longer wait. Unknown: the holds above alone.
    */
   readonly durationMs?: number;
-  /** Told (at debug) when a slow service's audio was held to play through. */
+  /**
+   * The most packets held again when the player ran dry inside the audio ({@link StartHold.ranDry}); default no
+   * limit. While they are held the player sends frames of silence and counts them missed, and gives the audio up
+   * after its `maxMissedFrames`: this stays below that.
+   */
+  readonly maxRebufferFrames?: number;
+  /** Told (at debug) when a slow service's audio was held to play through, at the start or after running dry. */
   readonly logger?: Logger;
   /** Told when the start was held longer because the service sends slower than real time: for how long (ms of
    *  audio held) and at what pace (ms of audio per ms). */
   readonly onSlowStart?: (heldMs: number, pace: number) => void;
 }
 
-/** The first packets of one stream, held until the player can start on them without running dry. */
+/**
+ * The first packets of one stream, held until the player can start on them without running dry; and when it ran dry
+ * all the same (the service stalled or slowed down inside the audio), the next ones, held the same way for the rest of
+ * the audio: one pause, then the words whole, rather than a frame of silence every few frames.
+ */
 export interface StartHold {
-  /** True until the packets held have gone; from then on every packet is pushed as it comes. */
+  /** True while packets are held; otherwise every packet is pushed as it comes. */
   readonly holding: boolean;
   /** Pushes `packet`, or holds it while the start waits; `arrivedAt` is when its bytes arrived (in ms). */
   add(packet: Buffer, sink: PacketSink, arrivedAt: number): void;
@@ -49,6 +59,12 @@ export interface StartHold {
   caughtUp(sink: PacketSink): void;
   /** The input ended: pushes whatever is held. */
   end(sink: PacketSink): void;
+  /**
+   * The player asked for a packet and there was none, `playedMs` into the audio, before the input ended: the packets
+   * from now on are held as at the start, judged by the pace they come at from now and the length still to come
+   * (`durationMs` less `playedMs`), at most `maxRebufferFrames` of them. Ignored while holding.
+   */
+  ranDry(playedMs: number): void;
 }
 
 /** Every packet a player takes lasts this long. */
@@ -75,9 +91,15 @@ const REAL_TIME_JITTER_MS = 10;
 export function createStartHold(options: StartHoldOptions = {}): StartHold {
   const startFrames = options.startFrames ?? 1;
   const slowStartFrames = Math.max(startFrames, options.slowStartFrames ?? startFrames);
-  const { durationMs } = options;
+  const maxRebufferFrames = options.maxRebufferFrames ?? Number.POSITIVE_INFINITY;
+  const logger = options.logger ?? silentLogger;
+  // The length of the audio still to come when the packets held go: all of it at the start, the rest after a rebuffer.
+  let durationMs = options.durationMs;
   // Undefined once the held packets have gone.
   let held: Buffer[] | undefined = slowStartFrames > 1 ? [] : undefined;
+  /** The player ran dry inside the audio, and the packets held are its rest. */
+  let rebuffering = false;
+  let ended = false;
   let firstAt = 0;
   let lastAt = 0;
   /** Packets that came with the first. */
@@ -126,13 +148,20 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
       const fast = pace !== undefined && pace >= 2 && count >= startFrames;
       const slow = pace !== undefined && mostLate > REAL_TIME_JITTER_MS;
       const behind = slow ? framesBehind(pace) : 0;
-      if (!fast) {
+      const longest = rebuffering && count >= maxRebufferFrames;
+      if (!fast && !longest) {
         if (count < slowStartFrames + behind) return;
         // With the length known, a start waits until the pace shows (the next piece of the response, or its end).
         if (pace === undefined && durationMs !== undefined) return;
       }
-      if (behind > 0 && pace !== undefined) {
-        (options.logger ?? silentLogger).debug('a service slower than real time: held to play through', {
+      if (rebuffering) {
+        logger.debug('ran dry inside the audio: held to play on', {
+          pace: pace === undefined ? undefined : Math.round(pace * 100) / 100,
+          heldMs: count * PACKET_MS,
+          durationMs,
+        });
+      } else if (behind > 0 && pace !== undefined) {
+        logger.debug('a service slower than real time: held to play through', {
           pace: Math.round(pace * 100) / 100,
           heldMs: count * PACKET_MS,
           durationMs,
@@ -142,8 +171,37 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
       release(sink);
     },
     end(sink) {
+      ended = true;
       release(sink);
     },
+    ranDry(playedMs) {
+      if (held !== undefined || ended || slowStartFrames <= 1) return;
+      rebuffering = true;
+      durationMs = options.durationMs === undefined ? undefined : Math.max(0, options.durationMs - playedMs);
+      held = [];
+      firstAt = 0;
+      lastAt = 0;
+      withFirst = 0;
+      mostLate = Number.NEGATIVE_INFINITY;
+    },
+  };
+}
+
+/**
+ * Tells `hold` whenever the reader of `stream` (the audio player: one `read()` a 20 ms tick) asks for a packet and
+ * gets none, and how much it had played by then: the end of the input aside, that is the player running dry inside
+ * the audio, and it sends a frame of silence in its place. The internal `read(0)`s of a Readable are not asks.
+ */
+export function rebufferWhenDry(stream: Readable, hold: Pick<StartHold, 'ranDry'>): void {
+  const read = stream.read.bind(stream);
+  let played = 0;
+  stream.read = (size?: number) => {
+    const packet = read(size);
+    if (size === undefined) {
+      if (packet !== null) played++;
+      else if (!stream.destroyed) hold.ranDry(played * PACKET_MS);
+    }
+    return packet;
   };
 }
 
@@ -164,7 +222,7 @@ export function createStartHoldStream(options: StartHoldStreamOptions = {}): Tra
   const hold = createStartHold(options);
   const now = options.now ?? (() => performance.now());
   let index = 0;
-  return new Transform({
+  const stream = new Transform({
     objectMode: true,
     transform(packet: Buffer, _encoding, callback) {
       if (hold.holding) {
@@ -181,4 +239,6 @@ export function createStartHoldStream(options: StartHoldStreamOptions = {}): Tra
       callback();
     },
   });
+  rebufferWhenDry(stream, hold);
+  return stream;
 }

@@ -84,7 +84,8 @@ const BURST_JOIN_WAIT_MS = 3_000;
 const IDLE_LEAVE_RETRY_MS = 10_000;
 
 /** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
- *  ends a dead stream with a clear error, is meant to fire first. */
+ *  ends a dead stream with a clear error, is meant to fire first. Above MAX_REBUFFER_FRAMES (src/audio/resource.ts):
+ *  a resource that ran dry holds that many at most before it plays on. */
 const MAX_MISSED_FRAMES = 250;
 const REJOIN_WINDOW_MS = 120_000;
 /** How long a 4014 close waits for the new channel's server update before calling it a kick. */

@@ -2,7 +2,7 @@
 
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createStartHold, createStartHoldStream } from '../../src/audio/start-hold.ts';
+import { createStartHold, createStartHoldStream, rebufferWhenDry } from '../../src/audio/start-hold.ts';
 
 /**
  * Packets arriving `perArrival` at a time, `msPerArrival` apart, at most `total` of them: how many had arrived when
@@ -105,6 +105,91 @@ describe('createStartHold', () => {
     expect(hold.holding).toBe(false);
     hold.add(Buffer.of(3), sink, 2_000);
     expect(out.map((packet) => packet[0])).toEqual([0, 1, 2, 3]);
+  });
+});
+
+describe('createStartHold: the player ran dry inside the audio', () => {
+  /**
+   * A 2 s clip whose first 25 packets came at four times real time and were played, then `ranDry` at 500 ms; the rest at `msApart` a
+   * packet: how many of the rest had come when the hold let them go.
+   */
+  function rebufferedAfter(
+    msApart: number,
+    o: { maxRebufferFrames?: number; durationMs?: number } = {},
+  ): number {
+    const out: Buffer[] = [];
+    const sink = { push: (packet: Buffer) => out.push(packet) };
+    const hold = createStartHold({ startFrames: 3, slowStartFrames: 5, durationMs: 2_000, ...o });
+    for (let i = 0; i < 25; i++) hold.add(Buffer.of(i), sink, 1_000 + i * 5);
+    hold.caughtUp(sink);
+    expect(out).toHaveLength(25);
+    hold.ranDry(500);
+    expect(hold.holding).toBe(true);
+    for (let i = 25, at = 1_600; i < 100; i++, at += msApart) {
+      hold.add(Buffer.of(i), sink, at);
+      hold.caughtUp(sink);
+      if (out.length > 25) {
+        expect(out.map((packet) => packet[0])).toEqual(Array.from({ length: i + 1 }, (_, k) => k));
+        return i + 1 - 25;
+      }
+    }
+    hold.end(sink);
+    return 75;
+  }
+
+  it('holds the rest of a service that slowed down until it can play to the end', () => {
+    // Half real time for the last 1.5 s: 1.5 s × 0.5 less 20 ms = 37 frames behind, and five.
+    expect(rebufferedAfter(40)).toBe(42);
+  });
+
+  it('lets a service that caught up go on its third packet', () => {
+    expect(rebufferedAfter(5)).toBe(3);
+  });
+
+  it('holds five from a service back at real time', () => {
+    expect(rebufferedAfter(20)).toBe(5);
+  });
+
+  it('holds no more than maxRebufferFrames', () => {
+    expect(rebufferedAfter(100, { maxRebufferFrames: 20 })).toBe(20);
+  });
+
+  it('judges what is left by the length still to come', () => {
+    // 1 s left at half real time: 0.5 s less 20 ms = 24 frames behind, and five.
+    expect(rebufferedAfter(40, { durationMs: 1_500 })).toBe(29);
+  });
+
+  it('is not held again while holding, or after the end', () => {
+    const out: Buffer[] = [];
+    const sink = { push: (packet: Buffer) => out.push(packet) };
+    const hold = createStartHold({ startFrames: 3, slowStartFrames: 5, durationMs: 2_000 });
+    hold.ranDry(0);
+    for (let i = 0; i < 3; i++) hold.add(Buffer.of(i), sink, 1_000 + i * 5);
+    hold.caughtUp(sink);
+    // The start's own hold: a fast service goes on its third packet, not held as the rest of the audio.
+    expect(out).toHaveLength(3);
+    hold.end(sink);
+    hold.ranDry(60);
+    expect(hold.holding).toBe(false);
+  });
+});
+
+describe('rebufferWhenDry', () => {
+  it('tells the hold how much was played when the reader found nothing, and not for internal reads', async () => {
+    const dry: number[] = [];
+    const stream = new Readable({ objectMode: true, read() {} });
+    rebufferWhenDry(stream, { ranDry: (playedMs) => dry.push(playedMs) });
+    stream.push(Buffer.of(1));
+    stream.push(Buffer.of(2));
+    expect(stream.read()).toEqual(Buffer.of(1));
+    expect(stream.read(0)).toBeNull();
+    expect(stream.read()).toEqual(Buffer.of(2));
+    expect(dry).toEqual([]);
+    expect(stream.read()).toBeNull();
+    expect(dry).toEqual([40]);
+    stream.destroy();
+    stream.read();
+    expect(dry).toEqual([40]);
   });
 });
 

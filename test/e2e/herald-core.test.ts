@@ -334,6 +334,28 @@ describe('a service slower than real time', () => {
   });
 });
 
+describe('a service that slows down inside an utterance', () => {
+  it('is heard with one pause, then whole, not with frames of silence scattered through its words', async () => {
+    // The first 600 ms at the configured 8 × real time, the rest at half real time: the player, started at once, runs
+    // dry about a second in; held again for the rest, it pauses once and plays the rest without a gap.
+    world.tts.inject({ kind: 'slow', speed: 0.5, afterMs: 600 });
+    const capture = world.discord.voice(world.guild);
+    const text = 'A service that slows down halfway must pause once, then go on.';
+    await world.discord.slash(world.member, 'speak', { text });
+    const heard = await capture.untilSilent({ quietMs: 800 });
+    const frames = capture.frames;
+    const first = frames.findIndex((frame) => !frame.silence);
+    const last = frames.findLastIndex((frame) => !frame.silence);
+    const inside = frames.slice(first, last + 1);
+    // Runs of silence inside the words: where a sound frame follows a silent one.
+    const pauses = inside.filter((frame, i) => i > 0 && !frame.silence && inside[i - 1]?.silence).length;
+    expect(inside.some((frame) => frame.silence)).toBe(true);
+    expect(pauses).toBe(1);
+    expect(heard.soundMs).toBeGreaterThan(expectedDurationMs(text) - 80);
+    expect(heard.soundMs).toBeLessThan(expectedDurationMs(text) + 80);
+  });
+});
+
 describe('the variant form', () => {
   beforeAll(async () => {
     world.tts.configure({ form: 'variant' });
