@@ -61,7 +61,7 @@ export function formatSummary(r: SoakResult): string {
     [
       'voice',
       r.voice
-        ? `${r.voice.packets} packets, ${r.voice.latePackets} more than a frame after the one before; ${r.voice.starvedFrames} frames of silence inside words (audio late); ${r.voice.slowStarts} starts held for a service slower than real time`
+        ? `${r.voice.packets} packets, ${r.voice.latePackets} more than a frame after the one before; ${r.voice.starvedFrames} frames of silence inside words (audio late) in ${r.voice.gaps} gaps; ${r.voice.slowStarts} starts held for a service slower than real time`
         : 'Herald’s /metrics did not answer',
     ],
     ['invariants', r.violations.length === 0 ? 'all held' : `${r.violations.length} violated`],

@@ -8,6 +8,8 @@ const COUNTERS = {
   latePackets: 'herald_voice_late_packets_total',
   /** Frames of silence sent inside an utterance because its audio had not arrived: gaps heard in the words. */
   starvedFrames: 'herald_voice_starved_frames_total',
+  /** Times the audio ran out inside an utterance's words, however many frames each lasted. */
+  gaps: 'herald_voice_gaps_total',
   /** Utterances held at their start because their audio came slower than real time. */
   slowStarts: 'herald_voice_slow_starts_total',
 } as const;

@@ -51,6 +51,8 @@ export interface OpsEvents {
   voicePacket(late: boolean): void;
   /** The player sent a frame of silence inside an utterance: its audio had not arrived in time. */
   voiceStarved(): void;
+  /** An utterance's audio ran out inside its words: the first of one or more frames of silence (one gap). */
+  voiceGap(): void;
   /** An utterance started late on purpose: its audio came slower than real time, and waited to play through. */
   voiceSlowStart(): void;
   /** Discord answered the first answer to an interaction, `seconds` after the interaction was created. */
@@ -82,6 +84,7 @@ export const noOpsEvents: OpsEvents = {
   cacheEvicted: () => {},
   voicePacket: () => {},
   voiceStarved: () => {},
+  voiceGap: () => {},
   voiceSlowStart: () => {},
   interactionAnswered: () => {},
   gatewayReconnect: () => {},

@@ -115,6 +115,11 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
     help: 'Frames of silence sent inside an utterance because its audio had not arrived in time (a TTS service that slows down or stalls mid-clip): a gap members hear in the words.',
     registers,
   });
+  const gaps = new Counter({
+    name: 'herald_voice_gaps_total',
+    help: 'Times an utterance ran out of audio inside its words, however many frames of silence each lasted: the interruptions members hear. Audio that ran out is held until it can play on, so a service that slows down mid-clip makes one gap, not one every few frames.',
+    registers,
+  });
   const slowStarts = new Counter({
     name: 'herald_voice_slow_starts_total',
     help: 'Utterances whose audio came slower than real time, held at their start until they could play through without a gap (members waited longer for the first word; see herald_first_packet_seconds).',
@@ -320,6 +325,7 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
       if (late) latePackets.inc();
     },
     voiceStarved: () => starvedFrames.inc(),
+    voiceGap: () => gaps.inc(),
     voiceSlowStart: () => slowStarts.inc(),
     interactionAnswered: (outcome, seconds) => {
       answers.inc({ outcome });

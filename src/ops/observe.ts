@@ -150,13 +150,21 @@ export function observeInteractionAnswers(client: Client, events: OpsEvents): vo
 
 /**
  * Reports each frame the player asks `resource` for and does not get while its audio has not ended: the player then
- * sends a frame of silence in its place (@discordjs/voice's AudioPlayer), which the members hear as a gap.
+ * sends a frame of silence in its place (@discordjs/voice's AudioPlayer), which the members hear as a gap; and each
+ * gap once, at its first such frame.
  */
 function watchStarving(resource: AudioResource, events: OpsEvents): void {
   const read = resource.read.bind(resource);
+  let starving = false;
   resource.read = () => {
     const packet = read();
-    if (packet === null && !resource.ended) events.voiceStarved();
+    if (packet === null && !resource.ended) {
+      if (!starving) events.voiceGap();
+      starving = true;
+      events.voiceStarved();
+    } else {
+      starving = false;
+    }
     return packet;
   };
 }

@@ -240,9 +240,10 @@ describe('the operations endpoint', () => {
     expect(text).not.toContain(world.member.id);
   });
 
-  it('counts each frame of silence a stalling TTS service leaves inside the words, as the members heard them', async () => {
+  it('counts each frame of silence a stalling TTS service leaves inside the words, and each gap, as the members heard them', async () => {
     const capture = world.discord.voice(world.guild);
     const before = value(await scrape(), 'herald_voice_starved_frames_total');
+    const gapsBefore = value(await scrape(), 'herald_voice_gaps_total');
     capture.clear();
     // The service stops for 400 ms once a few of the utterance's frames are out (after its Ogg headers and about a
     // dozen 20 ms pages), then goes on where it stopped.
@@ -255,7 +256,10 @@ describe('the operations endpoint', () => {
     const frames = capture.frames;
     const first = frames.findIndex((frame) => !frame.silence);
     const last = frames.findLastIndex((frame) => !frame.silence);
-    const inside = frames.slice(first, last + 1).filter((frame) => frame.silence).length;
+    const words = frames.slice(first, last + 1);
+    const inside = words.filter((frame) => frame.silence).length;
+    // Gaps: where a sound frame follows a frame of silence.
+    const gaps = words.filter((frame, i) => i > 0 && !frame.silence && words[i - 1]?.silence).length;
     // A 400 ms stall at 4× real time: the player had at most a few frames in hand, so most of it is a gap.
     expect(inside).toBeGreaterThanOrEqual(5);
     const starved = await until('the starved frames to be counted', async () => {
@@ -263,6 +267,9 @@ describe('the operations endpoint', () => {
       return counted >= inside ? counted : undefined;
     });
     expect(starved).toBe(inside);
+    // One stall, one gap: the audio after it, coming at four times real time, went on at once without running dry.
+    expect(gaps).toBe(1);
+    expect(value(await scrape(), 'herald_voice_gaps_total') - gapsBefore).toBe(gaps);
   });
 
   it('counts an utterance held at its start because its audio came slower than real time, and only that', async () => {

@@ -17,13 +17,14 @@ const serve = async (body: string): Promise<number> => {
 };
 
 describe('voiceFigures', () => {
-  it('reads the four counters from the metrics text', async () => {
+  it('reads the five counters from the metrics text', async () => {
     const port = await serve(
       [
         '# HELP herald_voice_packets_total Voice packets sent.',
         'herald_voice_packets_total 1200',
         'herald_voice_late_packets_total 3',
         'herald_voice_starved_frames_total 17',
+        'herald_voice_gaps_total 5',
         'herald_voice_slow_starts_total 2',
         'herald_voice_sessions 4',
       ].join('\n'),
@@ -32,6 +33,7 @@ describe('voiceFigures', () => {
       packets: 1200,
       latePackets: 3,
       starvedFrames: 17,
+      gaps: 5,
       slowStarts: 2,
     });
   });
