@@ -74,6 +74,10 @@ export const FAULTS: Readonly<Record<string, { label: string; fault: Fault }>> =
     },
   },
   slow: { label: 'half real time', fault: { kind: 'slow', speed: 0.5 } },
+  'slows-down': {
+    label: 'slows down after 1 s',
+    fault: { kind: 'slow', speed: 0.5, afterMs: 1_000 },
+  },
   stall: { label: 'stall mid-stream', fault: { kind: 'stall', afterBytes: 400, ms: 30_000 } },
   reset: { label: 'connection reset', fault: { kind: 'reset', afterBytes: 400 } },
 };

@@ -30,6 +30,7 @@ export const FAULT_WEIGHTS = {
   'tts-truncated': 1,
   'tts-slow-headers': 1,
   'tts-slow-stream': 1,
+  'tts-slows-down': 1,
 } as const;
 
 /**
@@ -63,6 +64,8 @@ const TTS_FAULTS: Partial<Record<FaultKind, Fault>> = {
   'tts-slow-headers': { kind: 'delay-headers', ms: 3_000 },
   // Slower than real time: Herald holds the start until the clip can play through.
   'tts-slow-stream': { kind: 'slow', speed: 0.5 },
+  // Slower than real time after its first second: Herald runs dry once, then holds the rest until it can play on.
+  'tts-slows-down': { kind: 'slow', speed: 0.5, afterMs: 1_000 },
 };
 
 /** Options of {@link createFaults}. */

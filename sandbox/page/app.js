@@ -375,6 +375,7 @@ function renderService() {
         ['503', '503'],
         ['402', '402'],
         ['slow', 'half real time'],
+        ['slows-down', 'slows down after 1 s'],
         ['stall', 'stall'],
         ['reset', 'reset'],
       ].map(([fault, label]) =>

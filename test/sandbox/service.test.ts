@@ -74,6 +74,15 @@ describe('the emulated service panel', () => {
     expect(emulated(panel.view()).injected[0]?.label).toBe('half real time');
   });
 
+  it('injects a stream that slows down after its first second into the next request', async () => {
+    const panel = createEmulatedServicePanel(tts, { pricePerCharUsd: 0.001, floorUsd: 0 });
+    panel.act({ action: 'top-up', usd: 5 });
+    panel.act({ action: 'fault', fault: 'slows-down' });
+    expect(await generate('hi')).toBe(200);
+    expect(tts.requests.at(-1)?.faults).toEqual(['slow']);
+    expect(emulated(panel.view()).injected[0]?.label).toBe('slows down after 1 s');
+  });
+
   it('injects latency, a stalled stream and a reset into the next request', async () => {
     const panel = createEmulatedServicePanel(tts, { pricePerCharUsd: 0.001, floorUsd: 0 });
     panel.act({ action: 'top-up', usd: 5 });
