@@ -62,7 +62,8 @@ export interface StartHold {
   /**
    * The player asked for a packet and there was none, `playedMs` into the audio, before the input ended: the packets
    * from now on are held as at the start, judged by the pace they come at from now and the length still to come
-   * (`durationMs` less `playedMs`), at most `maxRebufferFrames` of them. Ignored while holding.
+   * (`durationMs` less `playedMs`), at most `maxRebufferFrames` of them; any pace below real time counts as slow
+   * (the service is known to be behind). Ignored while holding.
    */
   ranDry(playedMs: number): void;
 }
@@ -146,7 +147,9 @@ export function createStartHold(options: StartHoldOptions = {}): StartHold {
       const pace = span > SAME_ARRIVAL_MS ? ((count - withFirst) * PACKET_MS) / span : undefined;
       // At twice real time or faster, the packets after the first `startFrames` come sooner than the player needs them.
       const fast = pace !== undefined && pace >= 2 && count >= startFrames;
-      const slow = pace !== undefined && mostLate > REAL_TIME_JITTER_MS;
+      // A page read a little late does not make a start wait; after running dry, the service is known to be behind,
+      // and any pace below real time counts (a page read late is soon made up by the next, which shows the pace).
+      const slow = pace !== undefined && (rebuffering ? pace < 1 : mostLate > REAL_TIME_JITTER_MS);
       const behind = slow ? framesBehind(pace) : 0;
       const longest = rebuffering && count >= maxRebufferFrames;
       if (!fast && !longest) {

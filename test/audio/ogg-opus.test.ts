@@ -263,6 +263,85 @@ describe('createOggOpusPacketizer: durationMs, from a service slower than real t
   });
 });
 
+describe('createOggOpusPacketizer: a player that ran dry inside the audio', () => {
+  // Ten seconds of audio, one 20 ms page at a time.
+  const packets = encodeTone({ hz: 440, durationMs: 10_000, frameMs: 20, channels: 1 });
+  const [head, tags, ...audio] = writeOggOpus({ packets, channels: 1, frameSamples: 960 });
+
+  /**
+   * Pages arriving at `arrival(index)` (ms), a player reading one packet each 20 ms from when the first came out,
+   * on a simulated clock: the runs of reads that found nothing before the last packet (gaps heard), and their reads.
+   */
+  const heard = async (
+    arrival: (index: number) => number,
+    options: { maxRebufferFrames?: number } = {},
+  ): Promise<{ gaps: number; silent: number; played: Buffer[] }> => {
+    let clock = 0;
+    const packetizer = createOggOpusPacketizer({
+      startFrames: 3,
+      slowStartFrames: 5,
+      durationMs: 10_000,
+      now: () => clock,
+      ...options,
+    });
+    packetizer.write(head);
+    packetizer.write(tags);
+    const played: Buffer[] = [];
+    let written = 0;
+    let startedAt: number | undefined;
+    let gaps = 0;
+    let silent = 0;
+    let dry = false;
+    for (; played.length < audio.length && clock < 60_000; clock++) {
+      while (written < audio.length && arrival(written) <= clock) {
+        packetizer.write(audio[written] as Buffer);
+        written++;
+        if (written === audio.length) {
+          packetizer.end();
+          await tick();
+        }
+      }
+      startedAt ??= packetizer.readableLength > 0 ? clock : undefined;
+      if (startedAt === undefined || (clock - startedAt) % 20 !== 0) continue;
+      const packet = packetizer.read() as Buffer | null;
+      if (packet === null) {
+        if (!dry) gaps++;
+        silent++;
+        dry = true;
+      } else {
+        played.push(packet);
+        dry = false;
+      }
+    }
+    return { gaps, silent, played };
+  };
+
+  it('at nine tenths of real time, taken for real time at the start, pauses once near the end and plays on', async () => {
+    const ninth = (index: number): number => (index * 200) / 9;
+    const once = await heard(ninth);
+    expect(once.played).toEqual(packets);
+    expect(once.gaps).toBe(1);
+    // Never held again: a frame of silence every ten or so.
+    const scattered = await heard(ninth, { maxRebufferFrames: 0 });
+    expect(scattered.played).toEqual(packets);
+    expect(scattered.gaps).toBeGreaterThan(20);
+    console.log(
+      `0.9 × real time, 10 s: ${once.gaps} gap of ${once.silent} frames; without: ${scattered.gaps} gaps`,
+    );
+  });
+
+  it('after a stall, goes on at once when the rest comes at four times real time', async () => {
+    // Half the pages at four times real time (5 s of audio in 1.25 s), a 5 s stall, the rest at four times again.
+    const result = await heard((index) => index * 5 + (index >= 250 ? 5_000 : 0));
+    expect(result.played).toEqual(packets);
+    expect(result.gaps).toBe(1);
+    // The player, started at 10 ms, ran dry at about 5.01 s; the rest began to arrive at 6.25 s and went on on its
+    // third packet, 10 ms later: about 63 frames of silence, none more for holding the rest.
+    expect(result.silent).toBeGreaterThanOrEqual(60);
+    expect(result.silent).toBeLessThanOrEqual(64);
+  });
+});
+
 describe('createOggOpusPacketizer: packets continued across pages', () => {
   // 128 kbit/s CBR makes 320-byte packets; pages capped at 600 bytes split them across pages.
   const packets = encodeTone({ hz: 440, durationMs: 1000, frameMs: 20, channels: 2, bitrate: 128_000 });

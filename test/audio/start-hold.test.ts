@@ -142,6 +142,12 @@ describe('createStartHold: the player ran dry inside the audio', () => {
     expect(rebufferedAfter(40)).toBe(42);
   });
 
+  it('takes a service a little slower than real time for slow once it ran dry', () => {
+    // Nine tenths of real time, which a start takes for real time in its first five pages: 1.5 s × 0.1 less 20 ms
+    // = 7 frames behind, and five.
+    expect(rebufferedAfter(200 / 9)).toBe(12);
+  });
+
   it('lets a service that caught up go on its third packet', () => {
     expect(rebufferedAfter(5)).toBe(3);
   });
