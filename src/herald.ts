@@ -51,6 +51,7 @@ import {
   type ProcessErrorKind,
   startOpsServer,
   statusOf,
+  warnOfLateAudio,
 } from './ops/index.ts';
 import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { clientShardOptions, ownsGuild, runsShard } from './shard/client.ts';
@@ -139,7 +140,9 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     cache: () => ({ entries: audioCache.entries, bytes: audioCache.bytes }),
   };
   const metrics = config.ops.port === undefined ? undefined : createOpsMetrics(opsState);
-  const events = metrics?.events ?? noOpsEvents;
+  // Audio that came slower than it plays is also said in the log and so on the status page (sessions are watched
+  // only with the endpoint on, below).
+  const events = warnOfLateAudio(metrics?.events ?? noOpsEvents, logger.child({ component: 'voice' }));
   const gateway = observeGateway(client, events);
   observeInteractionAnswers(client, events);
   const watch = createVoiceWatch(events);

@@ -200,6 +200,20 @@ export function createCapture(): CaptureSink {
   };
 }
 
+/**
+ * The frames of silence between the first and the last sound of `frames` (silence the bot sent inside the words,
+ * because its audio was late), and the gaps they made: runs of them, each followed by sound.
+ */
+export function silenceInsideWords(frames: readonly CapturedFrame[]): { frames: number; gaps: number } {
+  const first = frames.findIndex((frame) => !frame.silence);
+  const last = frames.findLastIndex((frame) => !frame.silence);
+  const words = first < 0 ? [] : frames.slice(first, last + 1);
+  return {
+    frames: words.filter((frame) => frame.silence).length,
+    gaps: words.filter((frame, i) => i > 0 && !frame.silence && words[i - 1]?.silence).length,
+  };
+}
+
 /** Counts, over `frames`, what was sent, end-to-end encrypted, and decrypted by each listener. */
 export function hearingOf(frames: readonly CapturedFrame[]): Hearing {
   const sound = frames.filter((f) => !f.silence);

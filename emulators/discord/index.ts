@@ -35,7 +35,7 @@ import { APPLICATION_FLAGS, type DiscordEmulator, type DiscordEmulatorOptions } 
 import { createVoiceServer } from './voice.ts';
 
 export type { Heard, Hearing, VoiceCapture } from './capture.ts';
-export { describeHearing, hear, hearingOf, intervalStats } from './capture.ts';
+export { describeHearing, hear, hearingOf, intervalStats, silenceInsideWords } from './capture.ts';
 export type { DaveEvent } from './dave-protocol.ts';
 export { type IdentifyRecord, type SessionView as GatewaySession, shardOf } from './gateway.ts';
 export { buildHeldReader } from './held-reader.ts';

@@ -31,6 +31,7 @@ export {
   type ReadinessOptions,
   type ReadinessProbes,
 } from './health.ts';
+export { LATE_AUDIO_WARN_EVERY_MS, type LateAudioOptions, warnOfLateAudio } from './late-audio.ts';
 export { createOpsMetrics, type OpsMetrics, type OpsMetricsOptions, TTS_ERROR_CODES } from './metrics.ts';
 export {
   createVoiceWatch,

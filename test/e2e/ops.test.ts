@@ -2,7 +2,7 @@ import { readdirSync, renameSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Heard } from '../../emulators/discord/index.ts';
+import { type Heard, silenceInsideWords } from '../../emulators/discord/index.ts';
 import { DEFAULT_SPEAKERS, startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { until } from '../support/until.ts';
 import { createWorld, type World } from './harness.ts';
@@ -252,14 +252,8 @@ describe('the operations endpoint', () => {
       text: 'A sentence long enough to stall in the middle of its words, once the service has sent its start.',
     });
     await capture.untilSilent({ quietMs: 800 });
-    // The silence frames the members received between the utterance's first and last sound.
-    const frames = capture.frames;
-    const first = frames.findIndex((frame) => !frame.silence);
-    const last = frames.findLastIndex((frame) => !frame.silence);
-    const words = frames.slice(first, last + 1);
-    const inside = words.filter((frame) => frame.silence).length;
-    // Gaps: where a sound frame follows a frame of silence.
-    const gaps = words.filter((frame, i) => i > 0 && !frame.silence && words[i - 1]?.silence).length;
+    // The silence frames the members received between the utterance's first and last sound, and the gaps they made.
+    const { frames: inside, gaps } = silenceInsideWords(capture.frames);
     // A 400 ms stall at 4× real time: the player had at most a few frames in hand, so most of it is a gap.
     expect(inside).toBeGreaterThanOrEqual(5);
     const starved = await until('the starved frames to be counted', async () => {
@@ -270,6 +264,10 @@ describe('the operations endpoint', () => {
     // One stall, one gap: the audio after it, coming at four times real time, went on at once without running dry.
     expect(gaps).toBe(1);
     expect(value(await scrape(), 'herald_voice_gaps_total') - gapsBefore).toBe(gaps);
+    // The operator is told why, on the status page's latest warnings (and in the log), metrics or not.
+    const page = await get('/');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Speech audio came slower than it plays');
   });
 
   it('counts an utterance held at its start because its audio came slower than real time, and only that', async () => {
