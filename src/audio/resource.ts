@@ -119,8 +119,8 @@ export const SLOW_START_FRAMES = 5;
 
 /**
  * The most frames held again when the player ran dry inside the audio (`maxRebufferFrames`): 3 s, one pause that
- * long at most before the words go on, well below the 5 s of missed frames after which the session's player gives an
- * utterance up. A service slower than that falls behind again and is held again.
+ * long at most before the words go on, well below the missed frames after which the session's player gives an
+ * utterance up (15 s). A service slower than that falls behind again and is held again.
  */
 export const MAX_REBUFFER_FRAMES = 150;
 

@@ -31,7 +31,7 @@ export interface StartHoldOptions {
   /**
    * The most packets held again when the player ran dry inside the audio ({@link StartHold.ranDry}); default no
    * limit. While they are held the player sends frames of silence and counts them missed, and gives the audio up
-   * after its `maxMissedFrames`: this stays below that.
+   * after its `maxMissedFrames`: this stays well below that.
    */
   readonly maxRebufferFrames?: number;
   /** Told (at debug) when a slow service's audio was held to play through, at the start or after running dry. */

@@ -17,7 +17,7 @@ import {
 import { createSpeechResource, STOP_SILENCE_FRAMES, setTrailingSilence } from '../audio/resource.ts';
 import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { GenerateResult } from '../tts/index.ts';
+import { DEFAULT_TIMEOUTS, type GenerateResult } from '../tts/index.ts';
 import { awaitE2eeReady, guardE2ee } from './e2ee-gate.ts';
 import type { JoinQueue, QueuedJoin } from './join-queue.ts';
 import type { SynthesisPacing } from './pacing.ts';
@@ -83,10 +83,14 @@ const BURST_JOIN_WAIT_MS = 3_000;
 /** How soon an idle session that stayed while joins waited tries to leave again. */
 const IDLE_LEAVE_RETRY_MS = 10_000;
 
-/** The player drops a resource after this many 20 ms ticks without a frame; the TTS client's idle timeout, which
- *  ends a dead stream with a clear error, is meant to fire first. Above MAX_REBUFFER_FRAMES (src/audio/resource.ts):
- *  a resource that ran dry holds that many at most before it plays on. */
-const MAX_MISSED_FRAMES = 250;
+/**
+ * The player drops a resource after this many 20 ms ticks without a frame, silently: the member is told nothing. The
+ * TTS client's idle timeout ends a dead stream first, with an error the member is told ("took too long"): this is
+ * 5 s longer than its default (it was 250 frames, 5 s, half the idle timeout, and a stream that stopped mid-utterance
+ * was cut without a word). Far above MAX_REBUFFER_FRAMES (src/audio/resource.ts): a resource that ran dry holds that
+ * many at most before it plays on.
+ */
+const MAX_MISSED_FRAMES = (DEFAULT_TIMEOUTS.idleMs + 5_000) / FRAME_MS;
 const REJOIN_WINDOW_MS = 120_000;
 /** How long a 4014 close waits for the new channel's server update before calling it a kick. */
 const MOVE_GRACE_MS = 5_000;

@@ -186,6 +186,17 @@ describe('a service that misbehaves mid-stream', () => {
     expect(heard.segments.at(-1)?.dominantHz).toBeCloseTo(second?.toneHz ?? 0, -1);
   });
 
+  it('with the default timeouts, tells the member of a stream that stopped mid-utterance, not just falls silent', async () => {
+    // The player gives up on audio that stopped coming after its missed frames: before, 5 s, half the TTS client's
+    // 10 s idle timeout, so the utterance was cut without a word. The idle timeout now ends it first, and says why.
+    const w = await open();
+    w.tts.inject({ kind: 'stall', afterBytes: 3_000, ms: Number.POSITIVE_INFINITY });
+    const reply = await w.discord.slash(w.member, 'speak', { text: 'a'.repeat(100) });
+    const failure = await reply.untilFollowUp({ timeoutMs: 20_000 });
+    expect(failure.ephemeral).toBe(true);
+    expect(failure.content).toMatch(/took too long to answer/);
+  }, 30_000);
+
   it('tells the member when the service’s audio stops short (its fault, not Herald’s), then plays the next', async () => {
     const w = await open();
     const [first, second] = DEFAULT_SPEAKERS;
