@@ -62,15 +62,11 @@ export async function streamChunks(
   const slowAfterMs = o.slowSpeed === undefined ? Number.POSITIVE_INFINITY : (o.slowAfterMs ?? 0);
   const slowSpeed = o.slowSpeed ?? speed;
   let start = Date.now();
-  // When the audio up to `atMs` is due, counted from the start: at `speed` up to `slowAfterMs`, at `slowSpeed` after.
-  const offsetOf = (atMs: number): number =>
-    atMs <= slowAfterMs
-      ? paced
-        ? atMs / speed
-        : 0
-      : (paced ? slowAfterMs / speed : 0) + (atMs - slowAfterMs) / slowSpeed;
-  const dueOf = (chunk: TimedChunk): number =>
-    paced || chunk.atMs > slowAfterMs ? start + offsetOf(chunk.atMs) : 0;
+  // When a chunk is due: at `speed` up to `slowAfterMs` of audio (at once when not paced), at `slowSpeed` after.
+  const dueOf = (chunk: TimedChunk): number => {
+    if (chunk.atMs <= slowAfterMs) return paced ? start + chunk.atMs / speed : 0;
+    return start + (paced ? slowAfterMs / speed : 0) + (chunk.atMs - slowAfterMs) / slowSpeed;
+  };
   let sent = 0;
   let stalled = false;
   let lastWrite = Number.NEGATIVE_INFINITY;
