@@ -161,12 +161,15 @@ export function guardE2ee(connection: VoiceConnection, player: AudioPlayer, o: E
   let pausedAt: number | undefined;
   let transitionedWhilePaused = false;
   let poll: NodeJS.Timeout | undefined;
+  let unguarded = false;
   const onTransitioned = (): void => {
     if (pausedAt !== undefined) transitionedWhilePaused = true;
     evaluate();
   };
 
   const evaluate = (): void => {
+    // An event being emitted when the guard was removed still reaches it (an emitter calls the listeners it had).
+    if (unguarded) return;
     const dave = daveStateOf(connection);
     const session = typeof dave === 'object' ? (dave as DaveEmitter) : undefined;
     if (session !== watched) {
@@ -200,6 +203,7 @@ export function guardE2ee(connection: VoiceConnection, player: AudioPlayer, o: E
   player.on('stateChange', evaluate);
   evaluate();
   return () => {
+    unguarded = true;
     clearInterval(poll);
     watched?.off('keyPackage', evaluate);
     connection.off('stateChange', evaluate);

@@ -6,20 +6,16 @@ import {
   type AudioResource,
   createAudioPlayer,
   type DiscordGatewayAdapterCreator,
-  entersState,
-  joinVoiceChannel,
   NoSubscriberBehavior,
   type VoiceConnection,
-  VoiceConnectionDisconnectReason,
-  type VoiceConnectionState,
-  VoiceConnectionStatus,
 } from '@discordjs/voice';
 import { createSpeechResource, STOP_SILENCE_FRAMES, setTrailingSilence } from '../audio/resource.ts';
 import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { DEFAULT_TIMEOUTS, type GenerateResult } from '../tts/index.ts';
+import { VoiceLink } from './connection.ts';
 import { awaitE2eeReady, guardE2ee } from './e2ee-gate.ts';
-import type { JoinQueue, QueuedJoin } from './join-queue.ts';
+import type { JoinQueue } from './join-queue.ts';
 import type { SynthesisPacing } from './pacing.ts';
 import {
   type DropReason,
@@ -78,8 +74,6 @@ export interface GuildSessionOptions {
 const FRAME_MS = 20;
 /** Silence between two queued utterances when the session is given none (the configuration's default). */
 const DEFAULT_PAUSE_MS = 120;
-/** What a member is told to expect when their join waits behind a burst of voice handshakes. */
-const BURST_JOIN_WAIT_MS = 3_000;
 /** How soon an idle session that stayed while joins waited tries to leave again. */
 const IDLE_LEAVE_RETRY_MS = 10_000;
 
@@ -91,33 +85,22 @@ const IDLE_LEAVE_RETRY_MS = 10_000;
  * many at most before it plays on.
  */
 const MAX_MISSED_FRAMES = (DEFAULT_TIMEOUTS.idleMs + 5_000) / FRAME_MS;
-const REJOIN_WINDOW_MS = 120_000;
-/** How long a 4014 close waits for the new channel's server update before calling it a kick. */
-const MOVE_GRACE_MS = 5_000;
 /** How long an utterance waits for DAVE's end-to-end encryption (a re-key included) before it is given up. */
 const E2EE_READY_TIMEOUT_MS = 6_000;
 
 /**
- * One server's voice: a connection, a player and a {@link SpeechQueue}. The queue decides what to pay for and
- * when; the session turns the connection's state into "can play" and the player's into "started" and
- * "finished". The reconnect policy lives here, once.
+ * One server's voice: a connection (a {@link VoiceLink}, which keeps the reconnect policy), a player and a
+ * {@link SpeechQueue}. The queue decides what to pay for and when; the session turns the link's reports into "can
+ * play" and "ended", and the player's state into "started" and "finished".
  */
 export class GuildSession {
   readonly guildId: string;
-  readonly connection: VoiceConnection;
   readonly player: AudioPlayer;
   readonly #options: GuildSessionOptions;
   readonly #logger: Logger;
   readonly #queue: SpeechQueue;
+  readonly #link: VoiceLink;
   #idleTimer: NodeJS.Timeout | undefined;
-  #connectTimer: NodeJS.Timeout | undefined;
-  #rejoins: number[] = [];
-  #pendingRejoinDelayMs = 0;
-  /** The join waiting in the join queue, if any: the connect deadline starts once it is sent. */
-  #queuedJoin: QueuedJoin | undefined;
-  /** The last join sent through the join queue, whose handshake holds a slot there until it finishes. */
-  #handshake: QueuedJoin | undefined;
-  #everReady = false;
   #ended: SessionEnd | undefined;
   #unguard: () => void = () => {};
   /** What the player was last given. */
@@ -198,13 +181,16 @@ export class GuildSession {
       ...(options.onChange ? { onChange: options.onChange } : {}),
       ...(options.onUnplayed ? { onUnplayed: options.onUnplayed } : {}),
     });
-    this.connection = joinVoiceChannel({
+    this.#link = new VoiceLink({
       guildId: options.guildId,
       channelId: options.channelId,
-      adapterCreator: this.#withRejoinBackoff(options.adapterCreator),
-      selfDeaf: true,
-      selfMute: false,
-      daveEncryption: true,
+      adapterCreator: options.adapterCreator,
+      logger: this.#logger,
+      ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
+      ...(options.maxRejoins === undefined ? {} : { maxRejoins: options.maxRejoins }),
+      ...(options.joinQueue ? { joinQueue: options.joinQueue } : {}),
+      onCanPlay: (canPlay) => this.#queue.setCanPlay(canPlay),
+      onLost: (reason) => this.end(reason),
     });
     this.connection.subscribe(this.player);
     // Mid-utterance, a DAVE re-key pauses the player rather than let frames out without E2EE.
@@ -212,29 +198,24 @@ export class GuildSession {
       othersPresent: () => this.#options.othersPresent?.() ?? false,
       timeoutMs: E2EE_READY_TIMEOUT_MS,
     });
-    this.connection.on('stateChange', (oldState, newState) => this.#onConnectionState(oldState, newState));
-    this.connection.on('error', (error) => this.#logger.warn('voice connection error', { err: error }));
     this.player.on('stateChange', (oldState, newState) => this.#onPlayerState(oldState, newState));
     this.player.on('error', (error) => this.#onPlayerError(error));
-    this.#armConnectTimer();
     this.#armIdleTimer();
+  }
+
+  /** The server's voice connection. */
+  get connection(): VoiceConnection {
+    return this.#link.connection;
   }
 
   /** The voice channel Herald is in (or joining). */
   get channelId(): string | null {
-    return this.connection.joinConfig.channelId;
+    return this.#link.channelId;
   }
 
-  /**
-   * How long, in ms, until Herald can speak in the channel: until the join waiting for the gateway rate is sent,
-   * and under a burst of joins (see {@link JoinQueue.busy}) at least a few seconds while the connection is not
-   * ready, since its handshake then waits its turn; 0 when it may speak now.
-   */
+  /** How long, in ms, until Herald can speak in the channel (see {@link VoiceLink.joinWaitMs}); 0: now. */
   joinWaitMs(): number {
-    const held = this.#queuedJoin ? Math.max(0, this.#queuedJoin.dueAt - Date.now()) : 0;
-    const burst =
-      this.connection.state.status !== VoiceConnectionStatus.Ready && this.#options.joinQueue?.busy === true;
-    return burst ? Math.max(held, BURST_JOIN_WAIT_MS) : held;
+    return this.#link.joinWaitMs();
   }
 
   /** True once the session has ended; an ended session accepts nothing. */
@@ -301,13 +282,11 @@ export class GuildSession {
     this.#ended = reason;
     this.#logger.info('voice session ended', { reason, dropped: this.pending });
     clearTimeout(this.#idleTimer);
-    clearTimeout(this.#connectTimer);
-    this.#handshake?.done();
     this.#queue.close(reason);
     this.#unguard();
     this.player.removeAllListeners('stateChange');
     this.player.stop(true);
-    if (this.connection.state.status !== VoiceConnectionStatus.Destroyed) this.connection.destroy();
+    this.#link.close();
     this.#options.onEnd(reason);
   }
 
@@ -326,150 +305,6 @@ export class GuildSession {
     const cause = utterance.streamError ?? error;
     this.#logger.warn('playback failed', { err: cause });
     if (!utterance.dropped) utterance.request.onFailure(cause);
-  }
-
-  #onConnectionState(oldState: VoiceConnectionState, newState: VoiceConnectionState): void {
-    this.#logger.debug('voice connection state', { from: oldState.status, to: newState.status });
-    // Discord accepted the join once the connection is connecting: it is ready within a synthesis' time, so the
-    // first utterance may be paid for then; before that (signalling), a join that never completes costs nothing.
-    // Under a burst of joins a handshake can take long enough to fail: then nothing is paid before it is ready.
-    this.#queue.setCanPlay(
-      newState.status === VoiceConnectionStatus.Ready ||
-        (newState.status === VoiceConnectionStatus.Connecting && !this.#options.joinQueue?.busy),
-    );
-    switch (newState.status) {
-      case VoiceConnectionStatus.Ready:
-        this.#everReady = true;
-        clearTimeout(this.#connectTimer);
-        this.#handshake?.done();
-        break;
-      case VoiceConnectionStatus.Signalling:
-        // The library rejoins by itself after any close but 4014 (see #withRejoinBackoff for the pacing).
-        if (
-          oldState.status === VoiceConnectionStatus.Ready ||
-          oldState.status === VoiceConnectionStatus.Connecting
-        ) {
-          this.#recordRejoin();
-        }
-        this.#armConnectTimer();
-        break;
-      case VoiceConnectionStatus.Disconnected:
-        if (
-          newState.reason === VoiceConnectionDisconnectReason.WebSocketClose &&
-          newState.closeCode === 4014
-        ) {
-          // 4014: moved to another channel (a new server update follows) or kicked (nothing follows).
-          void this.#awaitMove();
-        } else if (newState.reason !== VoiceConnectionDisconnectReason.Manual) {
-          this.#recordRejoin();
-          if (!this.#ended) this.connection.rejoin();
-        }
-        break;
-      case VoiceConnectionStatus.Destroyed:
-        this.end(this.#everReady ? 'connection-lost' : 'connection-failed');
-        break;
-      case VoiceConnectionStatus.Connecting:
-        break;
-    }
-  }
-
-  async #awaitMove(): Promise<void> {
-    try {
-      await Promise.race([
-        entersState(this.connection, VoiceConnectionStatus.Signalling, MOVE_GRACE_MS),
-        entersState(this.connection, VoiceConnectionStatus.Connecting, MOVE_GRACE_MS),
-      ]);
-      this.#armConnectTimer();
-    } catch {
-      this.end('kicked');
-    }
-  }
-
-  #recordRejoin(): void {
-    const now = Date.now();
-    this.#rejoins = this.#rejoins.filter((at) => now - at < REJOIN_WINDOW_MS);
-    this.#rejoins.push(now);
-    if (this.#rejoins.length > (this.#options.maxRejoins ?? 4)) {
-      // The library is mid-way through its own rejoin (it sends the join right after this state change), and
-      // destroying the connection inside its state change would make it use the destroyed state: swallow that
-      // join in the adapter and end once the library's call has returned.
-      this.#pendingRejoinDelayMs = Number.POSITIVE_INFINITY;
-      setImmediate(() => this.end('connection-lost'));
-      return;
-    }
-    this.#pendingRejoinDelayMs = Math.min(500 * 2 ** (this.#rejoins.length - 1), 8_000);
-    this.#logger.warn('voice connection lost; rejoining', {
-      attempt: this.#rejoins.length,
-      delayMs: this.#pendingRejoinDelayMs,
-    });
-  }
-
-  /**
-   * @discordjs/voice answers a voice close (other than 4014) by sending a new join at once, in a tight loop when
-   * the close repeats (a 4017 looped 114 times in 435 ms). Wrapping the adapter is the one place where that join
-   * can be paced: it is held for the backoff {@link #recordRejoin} set just before the library sends it.
-   */
-  #withRejoinBackoff(creator: DiscordGatewayAdapterCreator): DiscordGatewayAdapterCreator {
-    return (methods) => {
-      const adapter = creator(methods);
-      let held: NodeJS.Timeout | undefined;
-      const queue = this.#options.joinQueue;
-      // A join goes through the shard's join queue (when there is one); its connect deadline starts when it is sent.
-      const send = (payload: unknown): void => {
-        if (this.#ended) return;
-        if (!queue) {
-          adapter.sendPayload(payload);
-          return;
-        }
-        this.#queuedJoin?.cancel();
-        this.#handshake?.done();
-        const queued = queue.schedule(() => {
-          this.#queuedJoin = undefined;
-          if (this.#ended) return;
-          adapter.sendPayload(payload);
-          this.#armConnectTimer();
-        }, this.#options.guildId);
-        // Held (by the gateway's rate, or by the handshakes in flight): its send arms the connect deadline.
-        if (!queued.sent) this.#queuedJoin = queued;
-        // Its handshake holds one of the queue's slots until the connection is ready or the session ends.
-        this.#handshake = queued;
-      };
-      return {
-        sendPayload: (payload) => {
-          const delay = this.#pendingRejoinDelayMs;
-          this.#pendingRejoinDelayMs = 0;
-          clearTimeout(held);
-          const joining = (payload as { d?: { channel_id?: unknown } }).d?.channel_id != null;
-          if (!joining) {
-            // A leave: nobody waits for it, so it goes after the joins that members are waiting for.
-            if (!queue) return adapter.sendPayload(payload);
-            queue.leave(this.#options.guildId, () => adapter.sendPayload(payload));
-            return true;
-          }
-          if (delay === Number.POSITIVE_INFINITY) return true;
-          if (delay === 0) send(payload);
-          else held = setTimeout(() => send(payload), delay);
-          return true;
-        },
-        destroy: () => {
-          clearTimeout(held);
-          this.#queuedJoin?.cancel();
-          this.#queuedJoin = undefined;
-          adapter.destroy();
-        },
-      };
-    };
-  }
-
-  #armConnectTimer(): void {
-    clearTimeout(this.#connectTimer);
-    // A join still waiting for the gateway rate has not asked Discord anything yet; its send arms the deadline.
-    if (this.#queuedJoin) return;
-    this.#connectTimer = setTimeout(() => {
-      if (this.connection.state.status !== VoiceConnectionStatus.Ready) {
-        this.end(this.#everReady ? 'connection-lost' : 'connection-failed');
-      }
-    }, this.#options.connectTimeoutMs ?? 15_000);
   }
 
   #armIdleTimer(delayMs = this.#options.idleTimeoutMs): void {

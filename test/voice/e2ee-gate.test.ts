@@ -229,4 +229,19 @@ describe('guardE2ee', () => {
     await vi.advanceTimersByTimeAsync(6_100);
     expect(status()).toBe(AudioPlayerStatus.Idle);
   });
+
+  it('does nothing more once removed, even for the event that removed it', () => {
+    // The session ends (and removes the guard) from a connection listener added before the guard's: the emitter still
+    // calls the guard for that same event, which must neither pause the player nor start watching the DAVE session.
+    const fake = fakeConnection({ dave: { session: { ready: true } } });
+    const { player, status } = fakePlayer();
+    let stop = (): void => {};
+    fake.connection.on('stateChange', () => stop());
+    stop = guardE2ee(fake.connection, player, { othersPresent: () => true, timeoutMs: 6_000 });
+    if (!fake.dave) throw new Error('no dave');
+    fake.dave.session = { ready: false };
+    fake.becomeReady();
+    expect(status()).toBe(AudioPlayerStatus.Playing);
+    expect(fake.dave.listenerCount('keyPackage')).toBe(0);
+  });
 });
