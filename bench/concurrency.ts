@@ -115,30 +115,36 @@ export async function speakAll(
     for (const frame of frames) heardSpeech = !frame.silence || heardSpeech;
     if (!heardSpeech) silentServers++;
     if (!first) continue;
-    // As a listener's jitter buffer plays them: from the first packet's arrival, 20 ms per sequence number. Packets
-    // sent ahead (@discordjs/voice's player catches up after its event loop was held) wait in that buffer.
-    const slotOf = (frame: CapturedFrame) => (frame.seq - first.seq + 2 ** 16) % 2 ** 16;
+    // As a listener's jitter buffer plays them: from the first packet's arrival, each when its RTP timestamp says
+    // (48 per ms; a packet may hold up to 60 ms, see FRAMES_PER_PACKET in src/voice/session.ts). Packets sent ahead
+    // (@discordjs/voice's player catches up after its event loop was held) wait in that buffer. A lost packet is
+    // one missing sequence number.
+    const dueMsOf = (frame: CapturedFrame) => ((frame.timestamp - first.timestamp + 2 ** 32) % 2 ** 32) / 48;
+    const seqOf = (frame: CapturedFrame) => (frame.seq - first.seq + 2 ** 16) % 2 ** 16;
     const start = first.receivedAt;
-    let lastSlot = 0;
+    let lastSeq = 0;
+    let lastDueMs = 0;
     let lateHere = 0;
     for (const frame of frames) {
       packets++;
-      const slot = slotOf(frame);
-      lastSlot = Math.max(lastSlot, slot);
-      const offset = frame.receivedAt - (start + slot * 20);
+      const dueMs = dueMsOf(frame);
+      lastSeq = Math.max(lastSeq, seqOf(frame));
+      lastDueMs = Math.max(lastDueMs, dueMs);
+      const offset = frame.receivedAt - (start + dueMs);
       offsets.push(offset);
       if (offset > LATE_MS) {
         lateHere++;
         const second = Math.max(0, Math.floor((frame.receivedAt - stepStart) / 1000));
         lateBySecond[second] = (lateBySecond[second] ?? 0) + 1;
-        const own = Math.floor(slot / 50);
+        const own = Math.floor(dueMs / 1000);
         lateByStreamSecond[own] = (lateByStreamSecond[own] ?? 0) + 1;
       }
     }
     late += lateHere;
     if (lateHere > 0.01 * frames.length) serversLate++;
-    lost += Math.max(0, lastSlot + 1 - frames.length);
-    streamedMs += frames.length * 20;
+    lost += Math.max(0, lastSeq + 1 - frames.length);
+    // The audio's length: up to the last packet, which is a 20 ms frame of silence (the end of transmission).
+    streamedMs += lastDueMs + 20;
   }
   const perSecond = (at: readonly number[]) => at.slice(1).map((ms, i) => Math.round(ms - (at[i] ?? 0)));
   const cpuPerSecond = perSecond(cpuAt);
@@ -146,6 +152,7 @@ export async function speakAll(
   return {
     servers: servers.length,
     packets,
+    streamedSeconds: round(streamedMs / 1000, 1),
     lateShare: packets === 0 ? 1 : round(late / packets, 5),
     cpuMsPerStreamSecond: streamedMs === 0 ? 0 : round(cpuMs / (streamedMs / 1000), 3),
     pageFaultsPerStreamSecond: streamedMs === 0 ? 0 : round(faults / (streamedMs / 1000), 1),

@@ -139,11 +139,13 @@ export interface Spread {
 /** One P4 step. */
 export interface ConcurrencyStep {
   readonly servers: number;
-  /** Voice packets received (speech and the silence frames within and after it). */
+  /** Voice packets received (speech and the silence frames within and after it), each up to 60 ms of audio. */
   readonly packets: number;
+  /** The audio they held, over every server, in seconds (by their RTP timestamps). */
+  readonly streamedSeconds: number;
   /**
-   * Share of those arriving more than 40 ms after their slot: 20 ms per RTP sequence number after the stream's
-   * first packet arrived.
+   * Share of those arriving more than 40 ms after they are due: as long after the stream's first packet arrived as
+   * its RTP timestamp is after that packet's (48 per ms).
    */
   readonly lateShare: number;
   /** Herald's CPU (user + system) per second of audio streamed. */

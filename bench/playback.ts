@@ -11,12 +11,13 @@
  * `npm run bench` measures the same path inside a whole emulated world (Discord's gateway and voice server, the TTS
  * service, members) that shares the two cores; this one leaves the machine to the players. The sink, a process of
  * its own, reads as the emulated voice server does (in turns, 2 ms apart when the socket is nearly empty) and times
- * each packet as `npm run bench` does: from its stream's first packet, 20 ms per sequence number; late means more
- * than 40 ms after its slot. CPU is each player process's own (user + system, all its threads, GC included), over
+ * each packet as `npm run bench` does: from its stream's first packet, when its RTP timestamp says (48 per ms);
+ * late means more than 40 ms after that. The players send up to `--frames-per-packet=` (default Herald's,
+ * FRAMES_PER_PACKET in src/voice/session.ts) 20 ms frames in one packet; 1 is one packet a frame. CPU is each player process's own (user + system, all its threads, GC included), over
  * `--seconds=` (default 10) of audio; `--rounds=` (default 3) runs, the median reported. `--node-flags="..."` gives
  * the player processes V8 flags (none by default, as Herald's); each reports its full collections while playing. Run: `npm run
  * bench:playback [-- --processes=4]`; prints the figures and writes
- * bench/results/playback-<P>x<N>[-<flags>]-<date>-<commit>.json.
+ * bench/results/playback-<P>x<N>-<F>f[-<flags>]-<date>-<commit>.json.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import dgram from 'node:dgram';
@@ -25,9 +26,11 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import { AudioPlayer, NoSubscriberBehavior, VoiceConnectionStatus } from '@discordjs/voice';
+import { packetDurationMs } from '../emulators/support/audio.ts';
 import { encodeTone, writeOggOpus } from '../emulators/tts/ogg.ts';
 import { ReadAhead } from '../src/audio/read-ahead.ts';
 import { createSpeechResource } from '../src/audio/resource.ts';
+import { FRAMES_PER_PACKET } from '../src/voice/session.ts';
 import { cpuMsSince, median } from './cpu-time.ts';
 import { LATE_MS } from './options.ts';
 import { daveGroup } from './reference-frame.ts';
@@ -42,10 +45,13 @@ const SECONDS = Number(flag('seconds') ?? 10);
 const ROUNDS = Number(flag('rounds') ?? 3);
 /** V8 flags of the player processes (`--node-flags="--initial-old-space-size=256"`); none by default, as Herald's. */
 const NODE_FLAGS = flag('node-flags')?.split(' ').filter(Boolean) ?? [];
+const FRAMES = Number(flag('frames-per-packet') ?? FRAMES_PER_PACKET);
 
 /** What a player process reports when its players are done. */
 interface PlayerReport {
   readonly packets: number;
+  /** The audio those packets held, in ms. */
+  readonly audioMs: number;
   readonly cpuMs: number;
   /** The pause of each full collection while it played. */
   readonly fullCollectionsMs: readonly number[];
@@ -54,6 +60,7 @@ interface PlayerReport {
 /** One round's figures, as the JSON keeps them. */
 interface RoundFigures {
   readonly usPerPacket: number;
+  readonly msPerStreamSecond: number;
   readonly lateShare: number;
   readonly packetsSent: number;
   readonly packetsReceived: number;
@@ -79,11 +86,11 @@ socket.on('message', (packet) => {
   thisTurn++;
   if (packet.length < 12) return;
   packets++;
-  const ssrc = packet.readUInt32BE(8), seq = packet.readUInt16BE(2);
+  const ssrc = packet.readUInt32BE(8), ts = packet.readUInt32BE(4);
   let first = streams.get(ssrc);
-  if (!first) streams.set(ssrc, (first = { at, seq }));
-  const slot = (seq - first.seq + 65536) % 65536;
-  if (at - (first.at + slot * 20) > LATE_MS) { late++; const s = Math.floor(slot / 50); bySecond[s] = (bySecond[s] ?? 0) + 1; }
+  if (!first) streams.set(ssrc, (first = { at, ts }));
+  const dueMs = ((ts - first.ts + 2 ** 32) % 2 ** 32) / 48;
+  if (at - (first.at + dueMs) > LATE_MS) { late++; const s = Math.floor(dueMs / 1000); bySecond[s] = (bySecond[s] ?? 0) + 1; }
 });
 const cell = new Int32Array(new SharedArrayBuffer(4));
 const nap = () => { if (thisTurn < 32) Atomics.wait(cell, 0, 0, 2); thisTurn = 0; setImmediate(nap); };
@@ -131,26 +138,32 @@ function play(body: Buffer, port: number, bot: DaveSession, index: number) {
   const socket = dgram.createSocket('udp4');
   socket.connect(port, '127.0.0.1');
   let prepared: Buffer | undefined;
+  let preparedSamples = 960;
   let sent = 0;
+  let audioMs = 0;
   // What @discordjs/voice's VoiceConnection and Networking do with a prepared packet, minus their state machine.
   const connection = {
     state: { status: VoiceConnectionStatus.Ready },
     setSpeaking: () => {},
     prepareAudioPacket: (opus: Buffer) => {
       prepared = createAudioPacket(opus, data, dave);
+      preparedSamples = packetDurationMs(opus) * 48;
       return prepared;
     },
     dispatchAudio: () => {
       if (prepared === undefined) return false;
       data.sequence = (data.sequence + 1) & 0xffff;
-      data.timestamp = (data.timestamp + 960) >>> 0;
+      data.timestamp = (data.timestamp + preparedSamples) >>> 0;
       socket.send(prepared);
       prepared = undefined;
       sent++;
+      audioMs += preparedSamples / 48;
       return true;
     },
   };
-  const player = new AudioPlayer({ behaviors: { noSubscriber: NoSubscriberBehavior.Play } });
+  const player = new AudioPlayer({
+    behaviors: { noSubscriber: NoSubscriberBehavior.Play, maxFramesPerPacket: FRAMES },
+  });
   (player as unknown as { subscribe(c: unknown): void }).subscribe(connection);
   const done = once(player, 'idle');
   const source = new PassThrough();
@@ -158,7 +171,7 @@ function play(body: Buffer, port: number, bot: DaveSession, index: number) {
   player.play(
     createSpeechResource(new ReadAhead(source, { limitBytes: 1 << 20 }), { format: 'opus', metadata: null }),
   );
-  return { done, sent: () => sent, close: () => socket.close() };
+  return { done, sent: () => sent, audioMs: () => audioMs, close: () => socket.close() };
 }
 
 /** A player process: makes its groups, says "ready", plays on "go", reports, exits. */
@@ -188,6 +201,7 @@ async function runPlayers(port: number, first: number): Promise<void> {
   await Promise.all(players.map((p) => p.done));
   const report: PlayerReport = {
     packets: players.reduce((sum, p) => sum + p.sent(), 0),
+    audioMs: players.reduce((sum, p) => sum + p.audioMs(), 0),
     cpuMs: cpuMsSince(before),
     fullCollectionsMs: fullCollections.map((ms) => Math.round(ms * 10) / 10),
   };
@@ -232,8 +246,10 @@ async function main(): Promise<void> {
     const { reports, sink } = await round(port, askSink);
     const packets = reports.reduce((sum, report) => sum + report.packets, 0);
     const cpuMs = reports.reduce((sum, report) => sum + report.cpuMs, 0);
+    const audioMs = reports.reduce((sum, report) => sum + report.audioMs, 0);
     const figures: RoundFigures = {
       usPerPacket: Math.round(((cpuMs * 1000) / packets) * 100) / 100,
+      msPerStreamSecond: Math.round((cpuMs / (audioMs / 1000)) * 1000) / 1000,
       lateShare: Math.round((sink.late / Math.max(1, sink.packets)) * 1e5) / 1e5,
       packetsSent: packets,
       packetsReceived: sink.packets,
@@ -242,7 +258,7 @@ async function main(): Promise<void> {
     };
     rounds.push(figures);
     console.error(
-      `round ${r + 1}: ${figures.usPerPacket} µs per packet, ${(figures.lateShare * 100).toFixed(2)} % late (${sink.packets} of ${packets} received, ${sink.streams} streams; late by second of their stream: ${sink.lateBySecond.join(' ')}; ${figures.fullCollectionsMs.length} full collections, longest ${Math.max(0, ...figures.fullCollectionsMs)} ms)`,
+      `round ${r + 1}: ${figures.usPerPacket} µs per packet, ${figures.msPerStreamSecond} ms per stream-second, ${(figures.lateShare * 100).toFixed(2)} % late (${sink.packets} of ${packets} received, ${sink.streams} streams; late by second of their stream: ${sink.lateBySecond.join(' ')}; ${figures.fullCollectionsMs.length} full collections, longest ${Math.max(0, ...figures.fullCollectionsMs)} ms)`,
     );
   }
   sinkProcess.kill();
@@ -257,9 +273,14 @@ async function main(): Promise<void> {
     5,
   );
   const streams = PROCESSES * PLAYERS;
-  const msPerStreamSecond = Math.round(usPerPacket * 50) / 1000;
+  const msPerStreamSecond = median(
+    rounds.map((r) => r.msPerStreamSecond),
+    3,
+  );
   console.log(`${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, commit ${machine.commit}`);
-  console.log(`player processes' V8 flags: ${NODE_FLAGS.join(' ') || 'none'}`);
+  console.log(
+    `player processes' V8 flags: ${NODE_FLAGS.join(' ') || 'none'}; up to ${FRAMES} frames a packet`,
+  );
   console.log(
     `playing ${streams} streams (${PROCESSES} process${PROCESSES === 1 ? '' : 'es'} × ${PLAYERS} players, ${SECONDS} s each, median of ${ROUNDS} rounds): ${usPerPacket} µs of CPU per voice packet (${msPerStreamSecond} ms per stream-second), ${(lateShare * 100).toFixed(2)} % of packets > ${LATE_MS} ms late; by round ${rounds.map((r) => `${r.usPerPacket} µs / ${(r.lateShare * 100).toFixed(2)} %`).join(', ')}`,
   );
@@ -268,6 +289,7 @@ async function main(): Promise<void> {
     players: PLAYERS,
     seconds: SECONDS,
     nodeFlags: NODE_FLAGS,
+    framesPerPacket: FRAMES,
     rounds,
     usPerPacket,
     msPerStreamSecond,
@@ -285,7 +307,7 @@ async function main(): Promise<void> {
           .replace(/[^a-z0-9=]+/gi, '-')
           .replace(/^-+/, '')}`;
   const file = writeResult(
-    `playback-${PROCESSES}x${PLAYERS}${flags}`,
+    `playback-${PROCESSES}x${PLAYERS}-${FRAMES}f${flags}`,
     new Date().toISOString(),
     machine,
     figures,

@@ -5,6 +5,7 @@
  * sessions; this side only reads them.
  */
 
+import { packetDurationMs, splitOpusFrames } from '../support/audio.ts';
 import { type DaveMedia, isE2ee } from './dave-media.ts';
 import { isVoicePacket } from './ip-discovery.ts';
 import { decryptRtp, type EncryptionMode, openRtp, rtpSession, type TransportKey } from './rtp.ts';
@@ -200,21 +201,32 @@ export async function startVoiceMedia(options: VoiceMediaOptions): Promise<Voice
       .hear(frame.guildId, frame.payload)
       .then((heard) => {
         const first = [...heard.listeners.values()].find((r) => r.ok);
-        options.events.onFrame(frame.guildId, {
-          ...frame.frame,
-          mode: frame.mode,
-          opus: first?.ok ? first.opus : frame.payload,
-          payload: frame.payload,
-          e2ee: heard.e2ee,
-          dave: heard.dave,
-          listeners: new Map(
-            [...heard.listeners].map(([userId, r]) => [
-              userId,
-              r.ok ? { ok: true } : { ok: false, error: r.error },
-            ]),
-          ),
-          silence: frame.payload.equals(SILENCE),
-        });
+        const opus = first?.ok ? first.opus : frame.payload;
+        const listeners: CapturedFrame['listeners'] = new Map(
+          [...heard.listeners].map(([userId, r]) => [
+            userId,
+            r.ok ? { ok: true } : { ok: false, error: r.error },
+          ]),
+        );
+        // A packet of several frames (a bot may send up to 120 ms in one) is captured as its frames, each when a
+        // listener's decoder plays it: RTP timestamp and arrival advance by the frames before it.
+        const frames = first?.ok ? splitOpusFrames(opus) : [opus];
+        let offsetMs = 0;
+        for (const part of frames) {
+          options.events.onFrame(frame.guildId, {
+            ...frame.frame,
+            receivedAt: frame.frame.receivedAt + offsetMs,
+            timestamp: (frame.frame.timestamp + offsetMs * 48) % 2 ** 32,
+            mode: frame.mode,
+            opus: part,
+            payload: frame.payload,
+            e2ee: heard.e2ee,
+            dave: heard.dave,
+            listeners,
+            silence: frames.length === 1 ? frame.payload.equals(SILENCE) : part.equals(SILENCE),
+          });
+          offsetMs += frames.length === 1 ? 0 : packetDurationMs(part);
+        }
       })
       .catch((error: unknown) => {
         // A capture listener that throws fails as it would in the socket's own handler.

@@ -55,6 +55,72 @@ export function packetDurationMs(packet: Buffer): number {
   return frameMs * (countByte & 0x3f);
 }
 
+/**
+ * The frames of an Opus packet, each as a packet of its own (code 0, the same configuration): what a receiver's
+ * decoder plays one after the other. A packet of one frame comes back as it is; one it cannot read (truncated,
+ * malformed) too, whole.
+ */
+export function splitOpusFrames(packet: Buffer): Buffer[] {
+  const toc = packet[0];
+  if (toc === undefined || (toc & 0x03) === 0) return [packet];
+  const code = toc & 0x03;
+  const single = (frame: Buffer): Buffer => Buffer.concat([Buffer.from([toc & 0xfc]), frame]);
+  const body = packet.subarray(1);
+  const size = (at: number): { length: number; bytes: number } | undefined => {
+    const first = body[at];
+    if (first === undefined) return undefined;
+    if (first < 252) return { length: first, bytes: 1 };
+    const second = body[at + 1];
+    return second === undefined ? undefined : { length: second * 4 + first, bytes: 2 };
+  };
+  if (code === 1) {
+    if (body.length % 2 !== 0) return [packet];
+    const half = body.length / 2;
+    return [single(body.subarray(0, half)), single(body.subarray(half))];
+  }
+  if (code === 2) {
+    const first = size(0);
+    if (!first || first.bytes + first.length > body.length) return [packet];
+    const rest = body.subarray(first.bytes);
+    return [single(rest.subarray(0, first.length)), single(rest.subarray(first.length))];
+  }
+  const countByte = body[0];
+  if (countByte === undefined) return [packet];
+  const count = countByte & 0x3f;
+  const vbr = (countByte & 0x80) !== 0;
+  let at = 1;
+  let padding = 0;
+  if ((countByte & 0x40) !== 0) {
+    for (;;) {
+      const byte = body[at++];
+      if (byte === undefined) return [packet];
+      padding += byte === 255 ? 254 : byte;
+      if (byte !== 255) break;
+    }
+  }
+  const lengths: number[] = [];
+  if (vbr) {
+    for (let i = 0; i < count - 1; i++) {
+      const next = size(at);
+      if (!next) return [packet];
+      lengths.push(next.length);
+      at += next.bytes;
+    }
+    lengths.push(body.length - padding - at - lengths.reduce((sum, length) => sum + length, 0));
+  } else {
+    const data = body.length - padding - at;
+    if (count === 0 || data % count !== 0) return [packet];
+    for (let i = 0; i < count; i++) lengths.push(data / count);
+  }
+  if (lengths.some((length) => length < 0)) return [packet];
+  const frames: Buffer[] = [];
+  for (const length of lengths) {
+    frames.push(single(body.subarray(at, at + length)));
+    at += length;
+  }
+  return frames;
+}
+
 /** One stretch of sound between silences, as measured by {@link analyse}. */
 export interface Segment {
   startMs: number;

@@ -54,6 +54,18 @@ export function parseOpusPacket(packet: Buffer): OpusPacketInfo {
 }
 
 /**
+ * How long an Opus packet plays, in ms, from its TOC byte and frame count (RFC 6716 §3.1–3.2), without parsing its
+ * frames; 20 when it is too short to tell (a player's frame of silence is 20 ms).
+ */
+export function opusPacketMs(packet: Buffer): number {
+  const toc = packet[0];
+  if (toc === undefined) return 20;
+  const code = toc & 0x03;
+  const frames = code === 0 ? 1 : code < 3 ? 2 : (packet[1] ?? 0) & 0x3f;
+  return (FRAME_MS[toc >> 3] ?? 20) * frames || 20;
+}
+
+/**
  * True for a packet of one 20 ms frame (code 0), what a TTS service sends nearly always, told from its TOC byte
  * alone without parsing it into frames. @throws AudioFormatError (`ERR_BAD_OPUS_PACKET`) when that frame is longer
  * than RFC 6716 allows.

@@ -7,6 +7,7 @@ import {
   VoiceConnectionStatus,
 } from '@discordjs/voice';
 import { type Client, Events, RESTEvents, SnowflakeUtil, Status } from 'discord.js';
+import { opusPacketMs } from '../audio/opus-packet.ts';
 import type { LiveSession } from '../autoread/reader.ts';
 import {
   type AccountState,
@@ -171,8 +172,11 @@ function watchStarving(resource: AudioResource, events: OpsEvents): void {
 
 /** Voice close code 4017: the voice server requires the DAVE protocol, which the connection did not speak. */
 const DAVE_CLOSE_CODES: ReadonlySet<number> = new Set([4017]);
-/** A packet sent this long after the previous one of the same utterance is late (a whole frame behind). */
-const LATE_PACKET_MS = 40;
+/**
+ * A packet sent this long after the previous one of the same utterance had played out is late (a whole frame
+ * behind): 40 ms after a packet of 20 ms, 80 after one of 60 (the session sends up to three frames a packet).
+ */
+const LATE_PACKET_MS = 20;
 
 interface Tracked {
   readonly source: UtteranceSource;
@@ -256,13 +260,22 @@ export function createVoiceWatch(events: OpsEvents): VoiceWatch {
     });
 
     const connection = session.connection;
+    // How long the packet prepared for the next dispatch plays, and the one dispatched last.
+    let preparedMs = 20;
+    let lastPacketMs = 20;
+    const prepare = connection.prepareAudioPacket.bind(connection);
+    connection.prepareAudioPacket = (packet) => {
+      preparedMs = opusPacketMs(packet);
+      return prepare(packet);
+    };
     const dispatch = connection.dispatchAudio.bind(connection);
     connection.dispatchAudio = () => {
       const sent = dispatch();
       if (sent) {
         const now = performance.now();
-        events.voicePacket(lastPacketAt !== undefined && now - lastPacketAt > LATE_PACKET_MS);
+        events.voicePacket(lastPacketAt !== undefined && now - lastPacketAt > lastPacketMs + LATE_PACKET_MS);
         lastPacketAt = now;
+        lastPacketMs = preparedMs;
         if (awaitingFirst && !awaitingFirst.ended) {
           awaitingFirst.ended = true;
           events.firstPacket(awaitingFirst.source, (now - awaitingFirst.queuedAt) / 1000);

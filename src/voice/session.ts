@@ -85,6 +85,13 @@ const IDLE_LEAVE_RETRY_MS = 10_000;
  * many at most before it plays on.
  */
 const MAX_MISSED_FRAMES = (DEFAULT_TIMEOUTS.idleMs + 5_000) / FRAME_MS;
+/**
+ * Up to this many 20 ms frames the resource already holds go out in one voice packet (patch 009): 60 ms a packet,
+ * as D++ sends its audio, and Opus packets may hold up to 120 ms (RFC 6716 §3.2.5). Each packet is end-to-end
+ * encrypted (DAVE), encrypted for transport and sent once, so a packet of three frames costs about a third of three
+ * packets of one. No frame waits for another: a packet holds only what is ready when it is due.
+ */
+export const FRAMES_PER_PACKET = 3;
 /** How long an utterance waits for DAVE's end-to-end encryption (a re-key included) before it is given up. */
 const E2EE_READY_TIMEOUT_MS = 6_000;
 
@@ -120,7 +127,11 @@ export class GuildSession {
       Math.round(((options.pauseMs ?? DEFAULT_PAUSE_MS) - FRAME_MS) / FRAME_MS),
     );
     this.player = createAudioPlayer({
-      behaviors: { noSubscriber: NoSubscriberBehavior.Pause, maxMissedFrames: MAX_MISSED_FRAMES },
+      behaviors: {
+        noSubscriber: NoSubscriberBehavior.Pause,
+        maxMissedFrames: MAX_MISSED_FRAMES,
+        maxFramesPerPacket: FRAMES_PER_PACKET,
+      },
     });
     this.#queue = new SpeechQueue({
       guildId: options.guildId,

@@ -221,8 +221,13 @@ describe('the operations endpoint', () => {
     expect(value(text, 'herald_queue_depth')).toBe(0);
     expect(value(text, 'herald_queue_depth_max')).toBe(0);
     const packets = value(text, 'herald_voice_packets_total');
-    expect(packets).toBeGreaterThanOrEqual(spoken.frames.length + again.frames.length + read.frames.length);
-    expect(value(text, 'herald_voice_late_packets_total')).toBeLessThanOrEqual(packets);
+    // Up to three 20 ms frames a packet (FRAMES_PER_PACKET in src/voice/session.ts); the members heard every frame.
+    expect(packets).toBeGreaterThanOrEqual(
+      Math.ceil((spoken.frames.length + again.frames.length + read.frames.length) / 3),
+    );
+    // A packet is late when it leaves a frame after the one before had played out, which a packet of 60 ms takes 60
+    // ms to do: on time, it is not late (when 40 ms counted whatever the packet held, every one of them was).
+    expect(value(text, 'herald_voice_late_packets_total')).toBeLessThan(packets / 2);
     expect(value(text, 'herald_voice_starved_frames_total')).toBeLessThanOrEqual(packets);
     // Errors, gateway and DAVE families exist with their bounded labels.
     expect(value(text, 'herald_tts_errors_total', { code: 'TTS_TIMEOUT' })).toBe(0);
