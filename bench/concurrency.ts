@@ -116,7 +116,7 @@ export async function speakAll(
     if (!heardSpeech) silentServers++;
     if (!first) continue;
     // As a listener's jitter buffer plays them: from the first packet's arrival, each when its RTP timestamp says
-    // (48 per ms; a packet may hold up to 60 ms, see FRAMES_PER_PACKET in src/voice/session.ts). Packets sent ahead
+    // (48 per ms; a packet may hold up to 60 ms, VOICE_FRAMES_PER_PACKET). Packets sent ahead
     // (@discordjs/voice's player catches up after its event loop was held) wait in that buffer. A lost packet is
     // one missing sequence number.
     const dueMsOf = (frame: CapturedFrame) => ((frame.timestamp - first.timestamp + 2 ** 32) % 2 ** 32) / 48;

@@ -34,6 +34,7 @@ const options: BenchOptions = {
   ...(args.includes('--all-steps') ? { allSteps: true } : {}),
   heraldEnv: {
     ...(flag('pause') ? { UTTERANCE_PAUSE_MS: flag('pause') ?? '' } : {}),
+    ...(flag('frames-per-packet') ? { VOICE_FRAMES_PER_PACKET: flag('frames-per-packet') ?? '' } : {}),
     ...(flag('log-level') ? { LOG_LEVEL: flag('log-level') ?? '' } : {}),
   },
   ...(flag('shards') ? { shards: Number(flag('shards')) } : {}),

@@ -5,6 +5,7 @@ import { parseShardConfig, type ShardConfig } from './shard/config.ts';
 import { isSnowflake } from './snowflake.ts';
 import type { DatabaseConfig } from './storage/open.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
+import { DEFAULT_FRAMES_PER_PACKET } from './voice/session.ts';
 
 /** The silence between two queued utterances when none is configured: a breath, so messages stay apart. */
 export const DEFAULT_UTTERANCE_PAUSE_MS = 120;
@@ -28,6 +29,8 @@ export interface Config {
   readonly idleTimeoutMs: number;
   /** Silence between two queued utterances, in ms (`UTTERANCE_PAUSE_MS`). */
   readonly utterancePauseMs: number;
+  /** `VOICE_FRAMES_PER_PACKET`: up to this many 20 ms frames in one voice packet (1–3; 3 by default). */
+  readonly framesPerPacket: number;
   /** The budget guard's floor, warning level, alert channel, price, member rate and operators. */
   readonly budget: BudgetConfig;
   /** The audio cache: size bound, age, longest cached utterance, folder. */
@@ -121,6 +124,7 @@ export function parseConfig(env: Env): ConfigResult {
     }
     return parsed;
   };
+  const framesPerPacket = count('VOICE_FRAMES_PER_PACKET', DEFAULT_FRAMES_PER_PACKET, 3);
   const perServer = count('QUEUE_MAX_PER_SERVER', 50, 1000);
   const perMember = count('QUEUE_MAX_PER_MEMBER', 10, 1000);
   if (perMember > perServer) problems.push('QUEUE_MAX_PER_MEMBER cannot be above QUEUE_MAX_PER_SERVER.');
@@ -159,6 +163,7 @@ export function parseConfig(env: Env): ConfigResult {
       logLevel,
       idleTimeoutMs: idleSeconds * 1000,
       utterancePauseMs: pauseMs,
+      framesPerPacket,
       budget: budget.value,
       cache: cache.value,
       queueLimits: { perServer, perMember },

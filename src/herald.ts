@@ -238,6 +238,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     logger: voiceLogger,
     idleTimeoutMs: config.idleTimeoutMs,
     pauseMs: config.utterancePauseMs,
+    framesPerPacket: config.framesPerPacket,
     ...(options.voiceConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: options.voiceConnectTimeoutMs }),

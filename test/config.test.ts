@@ -56,6 +56,7 @@ describe('parseConfig', () => {
       LOG_LEVEL: 'DEBUG',
       IDLE_TIMEOUT_SECONDS: '60',
       UTTERANCE_PAUSE_MS: '0',
+      VOICE_FRAMES_PER_PACKET: '1',
     });
     expect(result).toMatchObject({
       ok: true,
@@ -66,9 +67,13 @@ describe('parseConfig', () => {
         logLevel: 'debug',
         idleTimeoutMs: 60_000,
         utterancePauseMs: 0,
+        framesPerPacket: 1,
       },
     });
-    expect(parseConfig(valid)).toMatchObject({ ok: true, value: { utterancePauseMs: 120 } });
+    expect(parseConfig(valid)).toMatchObject({
+      ok: true,
+      value: { utterancePauseMs: 120, framesPerPacket: 3 },
+    });
   });
 
   it('lists every problem at once, each naming its variable', () => {
@@ -80,6 +85,7 @@ describe('parseConfig', () => {
       LOG_LEVEL: 'loud',
       IDLE_TIMEOUT_SECONDS: 'soon',
       UTTERANCE_PAUSE_MS: '2500',
+      VOICE_FRAMES_PER_PACKET: '4',
     });
     expect(result.ok).toBe(false);
     const problems = result.ok ? [] : result.problems;
@@ -93,6 +99,7 @@ describe('parseConfig', () => {
       'LOG_LEVEL',
       'IDLE_TIMEOUT_SECONDS',
       'UTTERANCE_PAUSE_MS',
+      'VOICE_FRAMES_PER_PACKET',
     ]) {
       expect(
         problems.some((problem) => problem.startsWith(name)),

@@ -36,6 +36,8 @@ export interface VoiceManagerOptions {
   readonly idleTimeoutMs: number;
   /** Silence between two queued utterances, in ms. */
   readonly pauseMs?: number;
+  /** Up to this many 20 ms frames in one voice packet (see {@link GuildSessionOptions.framesPerPacket}). */
+  readonly framesPerPacket?: number;
   readonly connectTimeoutMs?: number;
   /** How much one server and one member may queue; default {@link DEFAULT_QUEUE_LIMITS}. */
   readonly limits?: QueueLimits;
@@ -170,6 +172,9 @@ export class VoiceManager {
         : {}),
       idleTimeoutMs: this.#options.idleTimeoutMs,
       ...(this.#options.pauseMs === undefined ? {} : { pauseMs: this.#options.pauseMs }),
+      ...(this.#options.framesPerPacket === undefined
+        ? {}
+        : { framesPerPacket: this.#options.framesPerPacket }),
       ...(this.#options.joinQueue ? { joinQueue: this.#options.joinQueue } : {}),
       ...(this.#options.connectTimeoutMs === undefined
         ? {}

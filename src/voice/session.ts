@@ -50,6 +50,14 @@ export interface GuildSessionOptions {
   readonly idleTimeoutMs: number;
   /** Silence between two queued utterances, in ms; default 120. */
   readonly pauseMs?: number;
+  /**
+   * Up to this many 20 ms frames the resource already holds go out in one voice packet (patch 009); default
+   * {@link DEFAULT_FRAMES_PER_PACKET}, 60 ms a packet, as D++ sends its audio (Opus packets may hold up to
+   * 120 ms, RFC 6716 §3.2.5). Each packet is end-to-end encrypted (DAVE), encrypted for transport and sent once, so
+   * a packet of three frames costs about a third of three packets of one. No frame waits for another: a packet
+   * holds only what is ready when it is due. 1: a packet a frame.
+   */
+  readonly framesPerPacket?: number;
   /** Called once when the session is over, after its clean-up. */
   readonly onEnd: (reason: SessionEnd) => void;
   /** Told of audio that was paid for and will never be played, and why. */
@@ -70,6 +78,9 @@ export interface GuildSessionOptions {
   readonly withdrawn?: (key: string) => boolean;
 }
 
+/** 20 ms Opus frames in one voice packet when `VOICE_FRAMES_PER_PACKET` is not set (see `framesPerPacket`). */
+export const DEFAULT_FRAMES_PER_PACKET = 3;
+
 /** One Opus frame, and one tick of the audio player. */
 const FRAME_MS = 20;
 /** Silence between two queued utterances when the session is given none (the configuration's default). */
@@ -85,13 +96,6 @@ const IDLE_LEAVE_RETRY_MS = 10_000;
  * many at most before it plays on.
  */
 const MAX_MISSED_FRAMES = (DEFAULT_TIMEOUTS.idleMs + 5_000) / FRAME_MS;
-/**
- * Up to this many 20 ms frames the resource already holds go out in one voice packet (patch 009): 60 ms a packet,
- * as D++ sends its audio, and Opus packets may hold up to 120 ms (RFC 6716 §3.2.5). Each packet is end-to-end
- * encrypted (DAVE), encrypted for transport and sent once, so a packet of three frames costs about a third of three
- * packets of one. No frame waits for another: a packet holds only what is ready when it is due.
- */
-export const FRAMES_PER_PACKET = 3;
 /** How long an utterance waits for DAVE's end-to-end encryption (a re-key included) before it is given up. */
 const E2EE_READY_TIMEOUT_MS = 6_000;
 
@@ -130,7 +134,7 @@ export class GuildSession {
       behaviors: {
         noSubscriber: NoSubscriberBehavior.Pause,
         maxMissedFrames: MAX_MISSED_FRAMES,
-        maxFramesPerPacket: FRAMES_PER_PACKET,
+        maxFramesPerPacket: options.framesPerPacket ?? DEFAULT_FRAMES_PER_PACKET,
       },
     });
     this.#queue = new SpeechQueue({

@@ -221,7 +221,7 @@ describe('the operations endpoint', () => {
     expect(value(text, 'herald_queue_depth')).toBe(0);
     expect(value(text, 'herald_queue_depth_max')).toBe(0);
     const packets = value(text, 'herald_voice_packets_total');
-    // Up to three 20 ms frames a packet (FRAMES_PER_PACKET in src/voice/session.ts); the members heard every frame.
+    // Up to three 20 ms frames a packet (VOICE_FRAMES_PER_PACKET, 3 by default); the members heard every frame.
     expect(packets).toBeGreaterThanOrEqual(
       Math.ceil((spoken.frames.length + again.frames.length + read.frames.length) / 3),
     );
