@@ -5,46 +5,13 @@
  * packets are still exactly what Discord expects: RTP header | ciphertext | tag | 4-byte nonce suffix.
  */
 import crypto, { KeyObject } from 'node:crypto';
-import { Networking, NetworkingStatusCode } from '@discordjs/voice';
+import type { Networking } from '@discordjs/voice';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { readyNetworking as readyWith } from '../support/voice-networking.ts';
 
 const SECRET = Buffer.from(Array.from({ length: 32 }, (_, i) => (i * 7 + 3) & 0xff));
 const SSRC = 0x1234_5678;
-/** Voice gateway op 4, Session Description: the encryption mode and the key. */
-const SESSION_DESCRIPTION = 4;
-
-/** A Networking instance taken to Ready by the session description, without any socket. */
-function readyNetworking(): Networking {
-  // The endpoint is never reached: the state is replaced before the WebSocket could open.
-  const networking = new Networking(
-    {
-      channelId: '1',
-      endpoint: '127.0.0.1:9',
-      serverId: '2',
-      sessionId: 's',
-      token: 't',
-      userId: '3',
-    },
-    { daveEncryption: false, debug: false },
-  );
-  networking.on('error', () => {});
-  const udp = { on() {}, off() {}, destroy() {}, send: vi.fn() };
-  const state = networking.state as unknown as Record<string, unknown>;
-  networking.state = {
-    ...state,
-    code: NetworkingStatusCode.SelectingProtocol,
-    udp,
-    connectionData: { ssrc: SSRC, connectedClients: new Set<string>() },
-  } as unknown as Networking['state'];
-  // The handler is private in the typings; it is what the voice WebSocket calls with Discord's op 4.
-  (networking as unknown as { onWsPacket(packet: unknown): void }).onWsPacket({
-    op: SESSION_DESCRIPTION,
-    d: { mode: 'aead_aes256_gcm_rtpsize', secret_key: [...SECRET], dave_protocol_version: 0 },
-  });
-  expect(networking.state.code).toBe(NetworkingStatusCode.Ready);
-  return networking;
-}
-
+const readyNetworking = (): Networking => readyWith({ secret: SECRET, ssrc: SSRC });
 /** Decrypts one packet the way Discord does; returns the Opus payload. */
 function open(packet: Buffer): Buffer {
   const header = packet.subarray(0, 12);

@@ -5,27 +5,17 @@
  * time keeps the cycle's pacing, so it cannot run dry.
  */
 import { Readable } from 'node:stream';
-import { AudioPlayer, AudioResource, VoiceConnectionStatus } from '@discordjs/voice';
+import { AudioPlayer, AudioResource } from '@discordjs/voice';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { fakeCycleClock, flushTicks, standInConnection } from '../support/audio-cycle.ts';
 
 /** What the player asks of a voice connection, recorded; always Ready. */
 function fakeConnection() {
   const events: string[] = [];
-  let prepared: Buffer | undefined;
-  const connection = {
-    state: { status: VoiceConnectionStatus.Ready },
-    setSpeaking: () => {},
-    prepareAudioPacket(packet: Buffer) {
-      prepared = packet;
-      events.push(`prepare ${packet.toString()}`);
-    },
-    dispatchAudio() {
-      if (!prepared) return false;
-      events.push(`send ${prepared.toString()} at ${Date.now()}`);
-      prepared = undefined;
-      return true;
-    },
-  };
+  const connection = standInConnection({
+    prepared: (packet) => events.push(`prepare ${packet.toString()}`),
+    sent: (packet) => events.push(`send ${packet.toString()} at ${Date.now()}`),
+  });
   return { connection, events };
 }
 
@@ -36,15 +26,9 @@ function resourceHolding(frames: number): AudioResource {
   return new AudioResource([], [stream], undefined, 0);
 }
 
-/** Lets the streams' process.nextTick work ('readable') run; fake timers leave it real. */
-async function flushTicks(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => process.nextTick(resolve));
-}
-
 let player: AudioPlayer;
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'Date'] });
-  vi.setSystemTime(1_000_000);
+  fakeCycleClock();
   player = new AudioPlayer();
 });
 afterEach(() => {

@@ -5,16 +5,11 @@
  * timestamp by what each packet holds. Without the option, one frame a packet, as before.
  */
 import { Readable } from 'node:stream';
-import {
-  AudioPlayer,
-  AudioPlayerStatus,
-  AudioResource,
-  Networking,
-  NetworkingStatusCode,
-  VoiceConnectionStatus,
-} from '@discordjs/voice';
+import { AudioPlayer, AudioPlayerStatus, AudioResource } from '@discordjs/voice';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { packetDurationMs, splitOpusFrames } from '../../emulators/support/audio.ts';
+import { fakeCycleClock, flushTicks, standInConnection } from '../support/audio-cycle.ts';
+import { readyNetworking } from '../support/voice-networking.ts';
 
 /** A 20 ms CELT frame (TOC config 31, code 0) of `size` bytes after its TOC, its bytes marking it as frame `n`. */
 function frame(n: number, size = 40, toc = 0xf8): Buffer {
@@ -26,20 +21,7 @@ function frame(n: number, size = 40, toc = 0xf8): Buffer {
 /** What the player asks of a voice connection, recorded; always Ready. */
 function fakeConnection() {
   const sent: { packet: Buffer; at: number }[] = [];
-  let prepared: Buffer | undefined;
-  const connection = {
-    state: { status: VoiceConnectionStatus.Ready },
-    setSpeaking: () => {},
-    prepareAudioPacket(packet: Buffer) {
-      prepared = packet;
-    },
-    dispatchAudio() {
-      if (!prepared) return false;
-      sent.push({ packet: prepared, at: Date.now() });
-      prepared = undefined;
-      return true;
-    },
-  };
+  const connection = standInConnection({ sent: (packet) => sent.push({ packet, at: Date.now() }) });
   return { connection, sent };
 }
 
@@ -53,14 +35,9 @@ function resourceOf(frames: Buffer[], padding: number): { resource: AudioResourc
   return { resource: new AudioResource([], [stream], undefined, padding), stream };
 }
 
-async function flushTicks(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => process.nextTick(resolve));
-}
-
 let player: AudioPlayer;
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'Date'] });
-  vi.setSystemTime(1_000_000);
+  fakeCycleClock();
 });
 afterEach(() => {
   player.stop(true);
@@ -149,33 +126,13 @@ describe('@discordjs/voice AudioPlayer, several frames a packet (patched)', () =
 
 describe('@discordjs/voice Networking, RTP timestamps of several frames a packet (patched)', () => {
   it('advances the timestamp by the samples each packet holds', () => {
-    const networking = new Networking(
-      { channelId: '1', endpoint: '127.0.0.1:9', serverId: '2', sessionId: 's', token: 't', userId: '3' },
-      { daveEncryption: false, debug: false },
-    );
-    networking.on('error', () => {});
-    const udp = { on() {}, off() {}, destroy() {}, send: vi.fn() };
-    const state = networking.state as unknown as Record<string, unknown>;
-    networking.state = {
-      ...state,
-      code: NetworkingStatusCode.SelectingProtocol,
-      udp,
-      connectionData: { ssrc: 7, connectedClients: new Set<string>() },
-    } as unknown as Networking['state'];
-    (networking as unknown as { onWsPacket(packet: unknown): void }).onWsPacket({
-      op: 4,
-      d: {
-        mode: 'aead_aes256_gcm_rtpsize',
-        secret_key: Array.from({ length: 32 }, (_, i) => i),
-        dave_protocol_version: 0,
-      },
-    });
-    const sixty = Buffer.from([0xfb, 0x03, 1, 2, 3]);
-    for (const packet of [frame(1), sixty, frame(2)]) {
-      networking.prepareAudioPacket(packet);
+    const networking = readyNetworking({ secret: Buffer.alloc(32, 7), ssrc: 7 });
+    const timestamps: number[] = [];
+    for (const packet of [frame(1), Buffer.from([0xfb, 0x03, 1, 2, 3]), frame(2)]) {
+      timestamps.push(networking.prepareAudioPacket(packet)?.readUInt32BE(4) ?? Number.NaN);
       networking.dispatchAudio();
     }
-    const [a = 0, b = 0, c = 0] = udp.send.mock.calls.map(([packet]) => (packet as Buffer).readUInt32BE(4));
+    const [a = 0, b = 0, c = 0] = timestamps;
     expect([b - a, c - b]).toEqual([960, 2880]);
     networking.destroy();
   });
