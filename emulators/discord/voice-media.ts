@@ -225,7 +225,7 @@ export async function startVoiceMedia(options: VoiceMediaOptions): Promise<Voice
             listeners,
             silence: frames.length === 1 ? frame.payload.equals(SILENCE) : part.equals(SILENCE),
           });
-          offsetMs += frames.length === 1 ? 0 : packetDurationMs(part);
+          if (frames.length > 1) offsetMs += packetDurationMs(part);
         }
       })
       .catch((error: unknown) => {

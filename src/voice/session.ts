@@ -5,7 +5,6 @@ import {
   AudioPlayerStatus,
   type AudioResource,
   createAudioPlayer,
-  type DiscordGatewayAdapterCreator,
   NoSubscriberBehavior,
   type VoiceConnection,
 } from '@discordjs/voice';
@@ -13,9 +12,8 @@ import { createSpeechResource, STOP_SILENCE_FRAMES, setTrailingSilence } from '.
 import { UserFacingError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { DEFAULT_TIMEOUTS, type GenerateResult } from '../tts/index.ts';
-import { VoiceLink } from './connection.ts';
+import { VoiceLink, type VoiceLinkOptions } from './connection.ts';
 import { awaitE2eeReady, guardE2ee } from './e2ee-gate.ts';
-import type { JoinQueue } from './join-queue.ts';
 import type { SynthesisPacing } from './pacing.ts';
 import {
   type DropReason,
@@ -37,11 +35,12 @@ export type {
   Synthesize,
 } from './queue.ts';
 
-/** Options of {@link GuildSession}. */
-export interface GuildSessionOptions {
-  readonly guildId: string;
-  readonly channelId: string;
-  readonly adapterCreator: DiscordGatewayAdapterCreator;
+/** Options of {@link GuildSession}; the connection's (guild, channel, adapter, deadlines, join queue) are its link's. */
+export interface GuildSessionOptions
+  extends Pick<
+    VoiceLinkOptions,
+    'guildId' | 'channelId' | 'adapterCreator' | 'connectTimeoutMs' | 'maxRejoins' | 'joinQueue'
+  > {
   readonly synthesize: Synthesize;
   readonly pacing: SynthesisPacing;
   readonly limits: QueueLimits;
@@ -62,18 +61,12 @@ export interface GuildSessionOptions {
   readonly onEnd: (reason: SessionEnd) => void;
   /** Told of audio that was paid for and will never be played, and why. */
   readonly onUnplayed?: (result: GenerateResult, request: SpeechRequest, reason: DropReason) => void;
-  /** Give up when voice is not ready this long after joining or losing the connection. Default 15 s. */
-  readonly connectTimeoutMs?: number;
-  /** Rejoins allowed within two minutes before giving up. Default 4. */
-  readonly maxRejoins?: number;
   /** Whether anyone besides Herald sits in its voice channel: then no frame may leave without DAVE's E2EE. */
   readonly othersPresent?: () => boolean;
   /** Who besides Herald sits in its voice channel: the first frame waits (briefly) until they hold the DAVE group. */
   readonly membersPresent?: () => readonly string[];
   /** Told after any change to what is still to be heard (see {@link GuildSession.unheard}). */
   readonly onChange?: () => void;
-  /** Paces this session's joins with every other server's under the gateway rate; none: joins are sent at once. */
-  readonly joinQueue?: JoinQueue;
   /** True for a key withdrawn before its utterance was queued (a message deleted while Herald was away). */
   readonly withdrawn?: (key: string) => boolean;
 }
