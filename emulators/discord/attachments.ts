@@ -11,7 +11,7 @@ import { apiError, type RestResponse } from './rest.ts';
 export interface StoredFile {
   readonly filename: string;
   readonly size: number;
-  /** The part's content type, as the bot's HTTP client labelled it (discord.js sniffs it from the bytes). */
+  /** The attachment's `content_type`: by the file name's extension as Discord gives it, else the part's label. */
   readonly contentType: string;
   readonly data: Buffer;
   /** `attachments[n].duration_secs`, for voice messages. */
@@ -48,7 +48,7 @@ export function uploadedFiles(body: Record<string, unknown>): StoredFile[] | Res
     files.push({
       filename: typeof meta?.filename === 'string' ? meta.filename : part.filename,
       size: part.size,
-      contentType: part.contentType.split(';')[0]?.trim() || 'application/octet-stream',
+      contentType: contentTypeOf(part),
       data: part.data,
       durationSecs: typeof meta?.duration_secs === 'number' ? meta.duration_secs : undefined,
       waveform: typeof meta?.waveform === 'string' ? meta.waveform : undefined,
@@ -120,6 +120,25 @@ export function attachmentPayloads(
     ...(file.durationSecs === undefined ? {} : { duration_secs: file.durationSecs }),
     ...(file.waveform === undefined ? {} : { waveform: file.waveform }),
   }));
+}
+
+// Discord names an attachment's type by its file name; the part's own label is a client's guess (discord.js
+// sniffs Ogg as `application/ogg` whatever it holds), and voice messages sent that way are accepted as audio.
+const TYPES_BY_EXTENSION: Readonly<Record<string, string>> = {
+  ogg: 'audio/ogg',
+  opus: 'audio/ogg',
+  mp3: 'audio/mpeg',
+  wav: 'audio/wav',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  txt: 'text/plain',
+};
+
+function contentTypeOf(part: UploadedPart): string {
+  const extension = /\.([a-z0-9]+)$/i.exec(part.filename)?.[1]?.toLowerCase() ?? '';
+  return (
+    TYPES_BY_EXTENSION[extension] ?? (part.contentType.split(';')[0]?.trim() || 'application/octet-stream')
+  );
 }
 
 function invalidForm(why: string): RestResponse {
