@@ -2,7 +2,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { PermissionFlagsBits } from 'discord.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { IS_VOICE_MESSAGE, type Reply, type SentMessage } from '../../emulators/discord/index.ts';
-import { DEFAULT_BOT_PERMISSIONS } from '../../emulators/discord/model.ts';
+import { DEFAULT_BOT_PERMISSIONS, DEFAULT_EVERYONE_PERMISSIONS } from '../../emulators/discord/model.ts';
 import { DEFAULT_SPEAKERS, expectedDurationMs } from '../../emulators/tts/index.ts';
 import type { EmulatedSpeaker } from '../../emulators/tts/speakers.ts';
 import { MISSING_VOICE_MESSAGE_PERMISSION, waveformPoints } from '../../src/voice-message/index.ts';
@@ -191,6 +191,29 @@ describe('Herald installed to a member’s account', () => {
     } finally {
       db.close();
     }
+  });
+
+  it('sends one in a server Herald was never added to, with the permissions everyone has there', async () => {
+    const w = await open({ env: { USER_INSTALL: 'on' } });
+    const elsewhere = w.discord.createGuild({ name: 'Elsewhere' });
+    const chat = elsewhere.addTextChannel('chat');
+    const fay = elsewhere.addMember({ name: 'Fay Visitor' });
+    elsewhere.removeBot();
+    await waitUntil(() => !w.herald().client.guilds.cache.has(elsewhere.id));
+    const refused = await w.discord.userInstalledSlash(fay, 'speak', { text: TEN }, { channel: chat });
+    expect(refused.content).toBe(MISSING_VOICE_MESSAGE_PERMISSION);
+    const allowed = DEFAULT_EVERYONE_PERMISSIONS | PermissionFlagsBits.SendVoiceMessages;
+    const reply = await w.discord.userInstalledSlash(
+      fay,
+      'speak',
+      { text: TEN },
+      { channel: chat },
+      { appPermissions: allowed },
+    );
+    expect(await outcome(reply)).toMatch(/^Sent a voice message as \w+ · 10 characters/);
+    const [message] = voiceMessages(reply);
+    expect(message?.channelId).toBe(chat.id);
+    expect(message?.files[0]?.durationSecs).toBeGreaterThan(0);
   });
 
   it('with USER_INSTALL off, says so instead of speaking', async () => {
