@@ -54,7 +54,7 @@ export function createVoiceMessages(options: VoiceMessagesOptions): VoiceMessage
         throw new UserFacingError(NOT_OPUS);
       }
       try {
-        return { name: VOICE_MESSAGE_FILE, audio, result, ...analyseOggOpus(audio) };
+        return { name: VOICE_MESSAGE_FILE, audio, result, ...(await analyseOggOpus(audio)) };
       } catch (error) {
         options.unplayed(result, 'voice message audio unreadable');
         throw error;

@@ -44,12 +44,12 @@ describe('waveformPoints', () => {
 });
 
 describe('analyseOggOpus', () => {
-  it('reads the length from the last granule, less the pre-skip', () => {
-    expect(analyseOggOpus(oggOf([{ ms: 1240, amplitude: 0.3 }])).durationSecs).toBe(1.24);
+  it('reads the length from the last granule, less the pre-skip', async () => {
+    expect((await analyseOggOpus(oggOf([{ ms: 1240, amplitude: 0.3 }]))).durationSecs).toBe(1.24);
   });
 
-  it('gives one point per 100 ms, shaped like the speech: loud where it speaks, 0 in its pauses', () => {
-    const facts = analyseOggOpus(
+  it('gives one point per 100 ms, shaped like the speech: loud where it speaks, 0 in its pauses', async () => {
+    const facts = await analyseOggOpus(
       oggOf([
         { ms: 500, amplitude: 0.5 },
         { ms: 500, amplitude: 0 },
@@ -63,13 +63,13 @@ describe('analyseOggOpus', () => {
     for (const i of [6, 7, 8]) expect(points[i]).toBeLessThan(5);
   });
 
-  it('is flat at 0 for silence', () => {
-    const facts = analyseOggOpus(oggOf([{ ms: 2000, amplitude: 0 }]));
+  it('is flat at 0 for silence', async () => {
+    const facts = await analyseOggOpus(oggOf([{ ms: 2000, amplitude: 0 }]));
     expect(bytesOf(facts.waveform)).toEqual(new Array(20).fill(0));
   });
 
-  it('downsamples long audio to 256 points', () => {
-    const facts = analyseOggOpus(oggOf([{ ms: 30_000, amplitude: 0.3 }], { frameMs: 60 }));
+  it('downsamples long audio to 256 points', async () => {
+    const facts = await analyseOggOpus(oggOf([{ ms: 30_000, amplitude: 0.3 }], { frameMs: 60 }));
     expect(facts.durationSecs).toBe(30);
     expect(bytesOf(facts.waveform)).toHaveLength(256);
   });
@@ -78,15 +78,15 @@ describe('analyseOggOpus', () => {
     ['stereo', { channels: 2 as const }],
     ['60 ms packets', { frameMs: 60 as const }],
     ['packets continued across pages', { continued: true }],
-  ])('reads %s', (_name, options) => {
-    const facts = analyseOggOpus(oggOf([{ ms: 800, amplitude: 0.3 }], options));
+  ])('reads %s', async (_name, options) => {
+    const facts = await analyseOggOpus(oggOf([{ ms: 800, amplitude: 0.3 }], options));
     expect(facts.durationSecs).toBe(0.8);
     const points = bytesOf(facts.waveform);
     expect(points).toHaveLength(8);
     expect(Math.max(...points)).toBeGreaterThan(60);
   });
 
-  it('refuses what is not Ogg Opus', () => {
-    expect(() => analyseOggOpus(Buffer.from('RIFF....WAVEfmt '))).toThrow(AudioFormatError);
+  it('refuses what is not Ogg Opus', async () => {
+    await expect(analyseOggOpus(Buffer.from('RIFF....WAVEfmt '))).rejects.toThrow(AudioFormatError);
   });
 });
