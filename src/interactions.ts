@@ -66,6 +66,11 @@ export function createInteractionHandler(
           );
           return;
         }
+        deps.logger.debug('command', {
+          command: interaction.commandName,
+          guild: interaction.guildId,
+          ageMs: Date.now() - interaction.createdTimestamp,
+        });
         await command.execute(interaction, deps);
       } else if (interaction.isButton()) {
         const [name = ''] = interaction.customId.split(':');

@@ -4,7 +4,8 @@
  * `startDiscordEmulator`). Facts it rests on: /work/shared/discord-protocol.md and dave-facts.md.
  *
  * This file is the one door; the parts, by protocol: `rest.ts` + `routes.ts` (REST), `gateway.ts` (gateway v10),
- * `interactions.ts` + `messages.ts` (what the bot answers), `guilds.ts` + `model.ts` + `state.ts` (the world and
+ * `interactions.ts` + `messages.ts` (what the bot answers), `attachments.ts` (uploads and voice messages),
+ * `app-commands.ts` (message commands, user-installed interactions), `guilds.ts` + `model.ts` + `state.ts` (the world and
  * voice states), `voice.ts` + `rtp.ts` (voice gateway and UDP media), `dave-*.ts` (DAVE: MLS bytes, the
  * gateway-side group, the davey listeners), `capture.ts` (what members heard).
  *

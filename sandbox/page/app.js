@@ -203,9 +203,11 @@ const voicePlays = new Map();
 /** A voice message as Discord shows one: a play button, its waveform, its length. */
 function renderVoiceMessage(m) {
   const play = voicePlays.get(m.id);
+  // As Discord draws it: the loudest point full height, silence a low line.
+  const loudest = Math.max(1, ...m.voice.waveform);
   const bars = m.voice.waveform.map((level) => {
     const bar = el('span', { class: 'bar' });
-    bar.style.height = `${Math.max(4, Math.round((level / 255) * 100))}%`;
+    bar.style.height = `${Math.max(12, Math.round((level / loudest) * 100))}%`;
     return bar;
   });
   return el(
