@@ -88,10 +88,7 @@ function preview(text: string): string {
 }
 
 /** Autocomplete for any `speaker` option: prefix matches, then substring matches, 25 at most. */
-export async function speakerAutocomplete(
-  interaction: AutocompleteInteraction<'cached'>,
-  deps: Deps,
-): Promise<void> {
+export async function speakerAutocomplete(interaction: AutocompleteInteraction, deps: Deps): Promise<void> {
   const query = String(interaction.options.getFocused());
   let speakers: Awaited<ReturnType<Deps['tts']['speakers']>> = [];
   try {

@@ -52,7 +52,8 @@ export interface Deps extends BudgetDeps {
 export interface Command {
   readonly data: { readonly name: string; toJSON(): RESTPostAPIChatInputApplicationCommandsJSONBody };
   execute(interaction: ChatInputCommandInteraction<'cached'>, deps: Deps): Promise<void>;
-  autocomplete?(interaction: AutocompleteInteraction<'cached'>, deps: Deps): Promise<void>;
+  /** Choices for an option; also where Herald is installed to the member's account only (no server there). */
+  autocomplete?(interaction: AutocompleteInteraction, deps: Deps): Promise<void>;
   /** Buttons whose custom id starts with `${data.name}:` are routed here. */
   button?(interaction: ButtonInteraction<'cached'>, deps: Deps): Promise<void>;
   /**

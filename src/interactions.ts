@@ -17,17 +17,22 @@ export function createInteractionHandler(
   return async (interaction) => {
     try {
       if (interaction.isAutocomplete()) {
-        if (!interaction.inCachedGuild()) return await interaction.respond([]);
-        await byName.get(interaction.commandName)?.autocomplete?.(interaction, deps);
+        const command = byName.get(interaction.commandName);
+        // Outside Herald's servers, only the commands made for user installs answer (when the operator allows).
+        const answers =
+          interaction.inCachedGuild() ||
+          (deps.userInstall.enabled &&
+            userInstalled(interaction) &&
+            command?.executeUserInstall !== undefined);
+        if (!answers) return await interaction.respond([]);
+        await command?.autocomplete?.(interaction, deps);
         return;
       }
       if (!interaction.isRepliable()) return;
       if (!interaction.inCachedGuild()) {
         // Herald installed to the member's account only (a DM, a server Herald is not in): the commands made for it.
-        const userInstalled =
-          interaction.authorizingIntegrationOwners[ApplicationIntegrationType.UserInstall] !== undefined;
         const command = interaction.isChatInputCommand() ? byName.get(interaction.commandName) : undefined;
-        if (interaction.isChatInputCommand() && userInstalled && command?.executeUserInstall) {
+        if (interaction.isChatInputCommand() && userInstalled(interaction) && command?.executeUserInstall) {
           if (deps.userInstall.enabled) return await command.executeUserInstall(interaction, deps);
           return await respondEphemeral(
             interaction,
@@ -97,4 +102,9 @@ export function createInteractionHandler(
       );
     }
   };
+}
+
+/** Whether Herald is installed to the member's account for this interaction (it may be installed to the server too). */
+function userInstalled(interaction: Interaction): boolean {
+  return interaction.authorizingIntegrationOwners[ApplicationIntegrationType.UserInstall] !== undefined;
 }

@@ -53,7 +53,7 @@ export interface UserInstalledSlashOptions {
 
 /** Builds the drivers and the route; `remember` is told every member message the emulator dispatches. */
 export function createAppCommands(ctx: Context, m: Messages, i: Interactions) {
-  const { messages, guildOf, memberOf, channelOf, findChannel, applicationId } = ctx;
+  const { messages, interactions, guildOf, memberOf, channelOf, findChannel, applicationId } = ctx;
   const { findCommand } = i;
   // Members' messages as MESSAGE_CREATE carried them: a message command resolves its target to exactly this.
   const dispatched = new Map<string, Record<string, unknown>>();
@@ -125,17 +125,15 @@ export function createAppCommands(ctx: Context, m: Messages, i: Interactions) {
     return { guild, channel };
   };
 
-  /**
-   * `member` runs `/command` from Herald installed to their account: in a DM, or in a server channel (any, the bot
-   * there or not). Resolves to the answer.
-   */
-  const userInstalledSlash = (
+  /** An interaction of `member`'s, from Herald installed to their account, with `data` for `/command`. */
+  const userInstallInteraction = (
     member: Member,
+    type: 2 | 4,
     command: string,
     values: Record<string, string | number | boolean>,
     place: UserInstallPlace,
-    o: UserInstalledSlashOptions = {},
-  ): Promise<Reply> => {
+    o: UserInstalledSlashOptions & { focused?: string },
+  ): { record: InteractionRecord; payload: Record<string, unknown> } => {
     const user = memberOf(member);
     const inDm = 'dm' in place;
     const { guild, channel } = inDm ? dmOf(member, place.dm) : where(place.channel);
@@ -144,7 +142,7 @@ export function createAppCommands(ctx: Context, m: Messages, i: Interactions) {
     const record: InteractionRecord = {
       id: snowflake(),
       token: `aW50ZXJhY3Rpb24${randomToken(48)}`,
-      type: 2,
+      type,
       createdAt: Date.now(),
       guild,
       channel,
@@ -161,12 +159,12 @@ export function createAppCommands(ctx: Context, m: Messages, i: Interactions) {
       expired: false,
     };
     const definition = inDm ? findCommand('', command) : findCommand(guild.id, command);
-    const built = i.buildOptions(guild, channel, definition, values, undefined, undefined);
+    const built = i.buildOptions(guild, channel, definition, values, undefined, o.focused);
     const context = inDm ? (place.dm === 'bot' ? CONTEXT.botDm : CONTEXT.privateChannel) : CONTEXT.guild;
     const payload: Record<string, unknown> = {
       id: record.id,
       application_id: applicationId,
-      type: 2,
+      type,
       token: record.token,
       version: 1,
       channel_id: channel.id,
@@ -198,7 +196,37 @@ export function createAppCommands(ctx: Context, m: Messages, i: Interactions) {
             },
           }),
     };
+    return { record, payload };
+  };
+
+  /**
+   * `member` runs `/command` from Herald installed to their account: in a DM, or in a server channel (any, the bot
+   * there or not). Resolves to the answer.
+   */
+  const userInstalledSlash = (
+    member: Member,
+    command: string,
+    values: Record<string, string | number | boolean>,
+    place: UserInstallPlace,
+    o: UserInstalledSlashOptions = {},
+  ): Promise<Reply> => {
+    const { record, payload } = userInstallInteraction(member, 2, command, values, place, o);
     return i.run(record, payload, o.timeoutMs ?? 15_000);
+  };
+
+  /** `member` types into `focused` of a user-installed `/command`; resolves to the choices the bot offered. */
+  const userInstalledAutocomplete = (
+    member: Member,
+    command: string,
+    values: Record<string, string | number>,
+    focused: string,
+    place: UserInstallPlace,
+  ): Promise<{ name: string; value: string | number }[]> => {
+    const { record, payload } = userInstallInteraction(member, 4, command, values, place, { focused });
+    Object.assign(record, { name: `autocomplete of /${command} ${focused} (user install)` });
+    interactions.set(record.token, record);
+    ctx.gateway.dispatch('INTERACTION_CREATE', payload);
+    return ctx.waitFor(`choices for ${focused}`, ctx.interactionResponseMs, () => record.choices);
   };
 
   const where = (channel: Channel): { guild: GuildState; channel: ChannelState } => {
@@ -231,7 +259,7 @@ export function createAppCommands(ctx: Context, m: Messages, i: Interactions) {
     },
   ];
 
-  return { remember, messageCommand, userInstalledSlash, routes };
+  return { remember, messageCommand, userInstalledSlash, userInstalledAutocomplete, routes };
 }
 
 /** What {@link createAppCommands} returns. */

@@ -262,6 +262,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     },
     messageCommand: appCommands.messageCommand,
     userInstalledSlash: appCommands.userInstalledSlash,
+    userInstalledAutocomplete: appCommands.userInstalledAutocomplete,
     press: (member, message, customId, s = {}) => {
       const source = messages.get(message.id);
       if (!source || source.deleted) throw new Error(`discord emulator: message ${message.id} is gone`);

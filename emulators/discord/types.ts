@@ -274,6 +274,14 @@ export interface DiscordEmulator {
     place: UserInstallPlace,
     o?: UserInstalledSlashOptions,
   ): Promise<Reply>;
+  /** `member` types into `focused` of a user-installed `/command`; resolves to the choices the bot offered. */
+  userInstalledAutocomplete(
+    member: Member,
+    command: string,
+    options: Record<string, string | number>,
+    focused: string,
+    place: UserInstallPlace,
+  ): Promise<{ name: string; value: string | number }[]>;
   /** Presses a button on a message the bot sent. @throws if the message has no such enabled button. */
   press(member: Member, message: SentMessage, customId: string, o?: { timeoutMs?: number }): Promise<Reply>;
   /** `member` posts a message (MESSAGE_CREATE; content blanked unless the bot has MESSAGE_CONTENT or is mentioned). */

@@ -167,6 +167,15 @@ describe('Herald installed to a member’s account', () => {
       env: { USER_INSTALL: 'on', USER_INSTALL_CHARS_PER_DAY: '25', BUDGET_PRICE_PER_CHAR_USD: '0.001' },
     });
     const dm = { dm: 'bot' as const };
+    // The speaker option autocompletes there too.
+    const choices = await w.discord.userInstalledAutocomplete(
+      w.member,
+      'speak',
+      { speaker: 'Ad' },
+      'speaker',
+      dm,
+    );
+    expect(choices.map((choice) => choice.name)).toEqual(['Adam (male)']);
     const first = await w.discord.userInstalledSlash(w.member, 'speak', { text: TEN }, dm);
     expect(await outcome(first)).toMatch(/^Sent a voice message as \w+ · 10 characters/);
     const [message] = voiceMessages(first);
@@ -220,6 +229,11 @@ describe('Herald installed to a member’s account', () => {
     const w = await open();
     const reply = await w.discord.userInstalledSlash(w.member, 'speak', { text: TEN }, { dm: 'bot' });
     expect(reply.content).toMatch(/has not enabled it as an app installed to your account/);
+    expect(
+      await w.discord.userInstalledAutocomplete(w.member, 'speak', { speaker: 'Ad' }, 'speaker', {
+        dm: 'bot',
+      }),
+    ).toEqual([]);
     expect(generated(w)).toEqual([]);
   });
 });
