@@ -80,8 +80,10 @@ describe('/speak as a voice message', () => {
     expect(await outcome(reply)).toMatch(
       /^Sent a voice message as \w+ · 54 characters · 2\.2 s · \$0\.0054\.$/,
     );
-    const [message, ...others] = voiceMessages(reply);
-    expect(others).toEqual([]);
+    // One message, and only that: no other follow-up, nothing posted in the channel.
+    expect(reply.followUps()).toHaveLength(1);
+    expect(w.discord.channelMessages(w.text)).toEqual([]);
+    const [message] = voiceMessages(reply);
     expect(message?.content).toBe('');
     expect(message?.embeds).toEqual([]);
     expect(message?.files).toHaveLength(1);
