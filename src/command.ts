@@ -2,7 +2,9 @@ import type {
   AutocompleteInteraction,
   ButtonInteraction,
   ChatInputCommandInteraction,
+  MessageContextMenuCommandInteraction,
   RESTPostAPIChatInputApplicationCommandsJSONBody,
+  RESTPostAPIContextMenuApplicationCommandsJSONBody,
 } from 'discord.js';
 import type { AutoReadStore } from './autoread/settings.ts';
 import type { BudgetDeps } from './budget/index.ts';
@@ -14,6 +16,7 @@ import type { SettingsStore } from './storage/index.ts';
 import type { ApiForm, TtsClient } from './tts/index.ts';
 import type { VoiceManager } from './voice/manager.ts';
 import type { SpeechRequest } from './voice/session.ts';
+import type { UserInstallConfig, VoiceMessages } from './voice-message/index.ts';
 
 /** Everything a command handler may use, passed explicitly: no globals, no container. */
 export interface Deps extends BudgetDeps {
@@ -39,13 +42,31 @@ export interface Deps extends BudgetDeps {
   readonly ttsForm: ApiForm;
   /** A voice preview as a file to attach (through the cache and the guard), for members not in voice. */
   readonly renderPreviewFile: (request: SpeechRequest, guildId: string) => Promise<PreviewFile>;
+  /** Speech as Discord voice messages (through the cache and the guard). */
+  readonly voiceMessages: VoiceMessages;
+  /** `USER_INSTALL` and its per-member daily limit. */
+  readonly userInstall: UserInstallConfig;
 }
 
 /** A slash command: its definition (the name is written once, in `data`) and its handlers. */
 export interface Command {
   readonly data: { readonly name: string; toJSON(): RESTPostAPIChatInputApplicationCommandsJSONBody };
   execute(interaction: ChatInputCommandInteraction<'cached'>, deps: Deps): Promise<void>;
-  autocomplete?(interaction: AutocompleteInteraction<'cached'>, deps: Deps): Promise<void>;
+  /** Choices for an option; also where Herald is installed to the member's account only (no server there). */
+  autocomplete?(interaction: AutocompleteInteraction, deps: Deps): Promise<void>;
+  /** Buttons whose custom id starts with `${data.name}:` are routed here. */
+  button?(interaction: ButtonInteraction<'cached'>, deps: Deps): Promise<void>;
+  /**
+   * The command used where Herald is installed to the member's account only (a DM, a server Herald is not in);
+   * with it, the command is registered for user installs when `USER_INSTALL=on`.
+   */
+  executeUserInstall?(interaction: ChatInputCommandInteraction, deps: Deps): Promise<void>;
+}
+
+/** A message command (right-click a message → Apps): its definition and its handlers. */
+export interface MessageCommand {
+  readonly data: { readonly name: string; toJSON(): RESTPostAPIContextMenuApplicationCommandsJSONBody };
+  execute(interaction: MessageContextMenuCommandInteraction<'cached'>, deps: Deps): Promise<void>;
   /** Buttons whose custom id starts with `${data.name}:` are routed here. */
   button?(interaction: ButtonInteraction<'cached'>, deps: Deps): Promise<void>;
 }

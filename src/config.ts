@@ -6,6 +6,7 @@ import { isSnowflake } from './snowflake.ts';
 import type { DatabaseConfig } from './storage/open.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
 import { DEFAULT_FRAMES_PER_PACKET } from './voice/session.ts';
+import { parseUserInstallConfig, type UserInstallConfig } from './voice-message/index.ts';
 
 /** The silence between two queued utterances when none is configured: a breath, so messages stay apart. */
 export const DEFAULT_UTTERANCE_PAUSE_MS = 120;
@@ -48,6 +49,8 @@ export interface Config {
   };
   /** `SHARD_COUNT` and `SHARD_IDS` (or the shard the ShardingManager spawned this process for); one shard by default. */
   readonly shards: ShardConfig;
+  /** `USER_INSTALL` and `USER_INSTALL_CHARS_PER_DAY`: voice messages from Herald installed to a member's account. */
+  readonly userInstall: UserInstallConfig;
 }
 
 /** The environment as read: every value a string or absent. */
@@ -88,6 +91,9 @@ export function parseConfig(env: Env): ConfigResult {
 
   const shards = parseShardConfig(env);
   if (!shards.ok) problems.push(...shards.problems);
+
+  const userInstall = parseUserInstallConfig(env);
+  if (!userInstall.ok) problems.push(...userInstall.problems);
 
   const database = parseDatabaseUrl(
     value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite',
@@ -148,6 +154,7 @@ export function parseConfig(env: Env): ConfigResult {
     !budget.ok ||
     !cache.ok ||
     !shards.ok ||
+    !userInstall.ok ||
     token === undefined ||
     applicationId === undefined ||
     !isLogLevel(logLevel)
@@ -169,6 +176,7 @@ export function parseConfig(env: Env): ConfigResult {
       queueLimits: { perServer, perMember },
       ops: { port: metricsPort, host: value('METRICS_HOST') ?? '127.0.0.1', token: metricsToken },
       shards: shards.value,
+      userInstall: userInstall.value,
     },
   };
 }

@@ -9,7 +9,7 @@ import {
   Partials,
 } from 'discord.js';
 import type { Dispatcher } from 'undici';
-import { commands } from '../commands/index.ts';
+import { commands, messageCommands } from '../commands/index.ts';
 import { createVoiceAutoJoin } from './autoread/auto-join.ts';
 import { createAutoReader, type LiveSession } from './autoread/reader.ts';
 import { createAutoReadStore } from './autoread/settings.ts';
@@ -60,10 +60,11 @@ import { acquireShardLeases, claimOf, createShardLeases, keepShardLeases } from 
 import { standByFor } from './shard/standby.ts';
 import { createSettingsStore, openDatabase } from './storage/index.ts';
 import { createVoiceStateStore } from './storage/voice-state.ts';
-import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
+import { createTtsClient, type GenerateResult, type TtsTimeouts } from './tts/index.ts';
 import { createJoinQueue } from './voice/join-queue.ts';
 import { VoiceManager } from './voice/manager.ts';
 import { persistSnapshots, recoverSessions } from './voice/recovery.ts';
+import { createVoiceMessages } from './voice-message/index.ts';
 
 /** A running Herald. */
 export interface Herald {
@@ -234,6 +235,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     store: members,
     form: config.tts.form,
   });
+  const unplayed = (result: GenerateResult, reason: string): void =>
+    budgeted.unplayed(audioCache.paidResultOf(result), reason);
   const voice = new VoiceManager({
     logger: voiceLogger,
     idleTimeoutMs: config.idleTimeoutMs,
@@ -249,7 +252,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     // One gateway connection (shard), so one join queue: Discord's command rate is per shard.
     joinQueue: createJoinQueue(),
     // A cache hit was never paid for; a first play through the cache is the guard's own result behind the tee.
-    onUnplayed: (result, _request, reason) => budgeted.unplayed(audioCache.paidResultOf(result), reason),
+    onUnplayed: (result, _request, reason) => unplayed(result, reason),
     // Sessions are watched only when someone can look: with the endpoint off, voice runs exactly as without it.
     ...(metrics ? { observer: watch.observer } : {}),
   });
@@ -276,6 +279,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     members,
     ttsForm: config.tts.form,
     renderPreviewFile: (request, guildId) => renderPreviewFile(synthesize, request, guildId),
+    voiceMessages: createVoiceMessages({ synthesize, unplayed }),
+    userInstall: config.userInstall,
   };
 
   /** Joins a voice channel by id for auto-join; the session, or undefined when Herald cannot join it. */
@@ -318,7 +323,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   // itself drops a replayed message it still has in its cache.)
   const onInteraction = firstSightOnly(
     (interaction: Interaction) => interaction.id,
-    createInteractionHandler(commands, deps),
+    createInteractionHandler(commands, deps, messageCommands),
     (interaction) =>
       logger.warn('ignored an interaction Discord delivered twice', {
         id: interaction.id,
