@@ -22,15 +22,16 @@ import {
   startBudgetRechecks,
 } from './budget/index.ts';
 import { adoptShardCacheFolders, createAudioCache, createCacheStore } from './cache/index.ts';
-import type { Deps } from './command.ts';
 import { type Config, secretsOf } from './config.ts';
-import { contained } from './contain.ts';
-import { firstSightOnly } from './first-sight.ts';
-import { createInteractionHandler } from './interactions.ts';
+import type { Deps } from './discord/command.ts';
+import { contained } from './discord/contain.ts';
+import { firstSightOnly } from './discord/first-sight.ts';
+import { createInteractionHandler } from './discord/interactions.ts';
+import { createOperatorCheck } from './discord/operators.ts';
+import { describeFailure, NO_MENTIONS } from './discord/replies.ts';
 import type { Logger } from './log.ts';
 import { createMemberStore, tunedSynthesize } from './members/index.ts';
 import { isPreview, renderPreviewFile } from './members/preview.ts';
-import { createOperatorCheck } from './operators.ts';
 import {
   checkReadiness,
   createOpsMetrics,
@@ -53,7 +54,6 @@ import {
   statusOf,
   warnOfLateAudio,
 } from './ops/index.ts';
-import { describeFailure, NO_MENTIONS } from './replies.ts';
 import { clientShardOptions, ownsGuild, runsShard } from './shard/client.ts';
 import { answerManager } from './shard/ipc.ts';
 import { acquireShardLeases, claimOf, createShardLeases, keepShardLeases } from './shard/lease.ts';
