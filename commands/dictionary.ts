@@ -9,9 +9,9 @@ import {
   PermissionFlagsBits,
   SlashCommandBuilder,
 } from 'discord.js';
-import type { Command, Deps } from '../src/command.ts';
+import type { Command, Deps } from '../src/discord/command.ts';
+import { NO_MENTIONS, respondEphemeral } from '../src/discord/replies.ts';
 import { MEMBER_LIMITS } from '../src/members/index.ts';
-import { NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
 
 const NAME = 'dictionary';
 /** Entries per page: short lines, far below the 2,000-character message limit. */

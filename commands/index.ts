@@ -3,7 +3,7 @@ import {
   InteractionContextType,
   type RESTPostAPIApplicationCommandsJSONBody,
 } from 'discord.js';
-import type { Command, MessageCommand } from '../src/command.ts';
+import type { Command, MessageCommand } from '../src/discord/command.ts';
 import { autoread } from './autoread.ts';
 import { block } from './block.ts';
 import { budget } from './budget.ts';

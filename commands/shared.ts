@@ -4,10 +4,10 @@ import {
   MessageFlags,
   type VoiceBasedChannel,
 } from 'discord.js';
-import type { Deps } from '../src/command.ts';
-import { formatCount } from '../src/numbers.ts';
-import { describeFailure, NO_MENTIONS } from '../src/replies.ts';
-import { rankSpeakers } from '../src/speakers.ts';
+import type { Deps } from '../src/discord/command.ts';
+import { formatCount } from '../src/discord/member-facing.ts';
+import { describeFailure, NO_MENTIONS } from '../src/discord/replies.ts';
+import { rankSpeakers } from '../src/members/speakers.ts';
 import type { Speaker } from '../src/tts/index.ts';
 import type { EnqueueOutcome, JoinOutcome } from '../src/voice/manager.ts';
 

@@ -1,8 +1,8 @@
 import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
 import { type CacheConfig, parseCacheConfig } from './cache/index.ts';
+import { isSnowflake } from './discord/snowflake.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { parseShardConfig, type ShardConfig } from './shard/config.ts';
-import { isSnowflake } from './snowflake.ts';
 import type { DatabaseConfig } from './storage/open.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
 import { DEFAULT_FRAMES_PER_PACKET } from './voice/session.ts';

@@ -186,7 +186,7 @@ export interface Faults {
   invalidateSession(resumable: boolean, shardId?: number): void;
   /**
    * Delivers the next `event` dispatch twice, with the same sequence number, as a RESUME naming a sequence older
-   * than what the client had handled makes a replay do (discord.js can name one: see src/first-sight.ts).
+   * than what the client had handled makes a replay do (discord.js can name one: see src/discord/first-sight.ts).
    */
   deliverTwice(event: string): void;
   /** While on, a voice join gets its VOICE_STATE_UPDATE but never a VOICE_SERVER_UPDATE. */

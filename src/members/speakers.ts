@@ -1,5 +1,5 @@
-import type { SettingsStore } from './storage/index.ts';
-import type { Speaker, TtsClient } from './tts/index.ts';
+import type { SettingsStore } from '../storage/index.ts';
+import type { Speaker, TtsClient } from '../tts/index.ts';
 
 /** Discord shows at most 25 autocomplete choices. */
 export const MAX_AUTOCOMPLETE_CHOICES = 25;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstSightOnly } from '../src/first-sight.ts';
+import { firstSightOnly } from '../../src/discord/first-sight.ts';
 
 describe('firstSightOnly', () => {
   it('hands an id seen within the window to onRepeat, and forgets it after', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { contained } from '../src/contain.ts';
-import { createLogger } from '../src/log.ts';
+import { contained } from '../../src/discord/contain.ts';
+import { createLogger } from '../../src/log.ts';
 
 function capture() {
   const lines: Record<string, unknown>[] = [];

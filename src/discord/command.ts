@@ -6,17 +6,17 @@ import type {
   RESTPostAPIChatInputApplicationCommandsJSONBody,
   RESTPostAPIContextMenuApplicationCommandsJSONBody,
 } from 'discord.js';
-import type { AutoReadStore } from './autoread/settings.ts';
-import type { BudgetDeps } from './budget/index.ts';
-import type { CacheStore } from './cache/index.ts';
-import type { Logger } from './log.ts';
-import type { MemberStore } from './members/index.ts';
-import type { PreviewFile } from './members/preview.ts';
-import type { SettingsStore } from './storage/index.ts';
-import type { ApiForm, TtsClient } from './tts/index.ts';
-import type { VoiceManager } from './voice/manager.ts';
-import type { SpeechRequest } from './voice/session.ts';
-import type { UserInstallConfig, VoiceMessages } from './voice-message/index.ts';
+import type { AutoReadStore } from '../autoread/settings.ts';
+import type { BudgetDeps } from '../budget/index.ts';
+import type { CacheStore } from '../cache/index.ts';
+import type { Logger } from '../log.ts';
+import type { MemberStore } from '../members/index.ts';
+import type { PreviewFile } from '../members/preview.ts';
+import type { SettingsStore } from '../storage/index.ts';
+import type { ApiForm, TtsClient } from '../tts/index.ts';
+import type { VoiceManager } from '../voice/manager.ts';
+import type { SpeechRequest } from '../voice/session.ts';
+import type { UserInstallConfig, VoiceMessages } from '../voice-message/index.ts';
 
 /** Everything a command handler may use, passed explicitly: no globals, no container. */
 export interface Deps extends BudgetDeps {

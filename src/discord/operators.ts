@@ -1,4 +1,4 @@
-import type { Logger } from './log.ts';
+import type { Logger } from '../log.ts';
 
 /** The application's owner as Discord reports it: a user, or a team with members. */
 export interface ApplicationOwner {

@@ -1,4 +1,4 @@
-import type { Logger } from './log.ts';
+import type { Logger } from '../log.ts';
 
 /**
  * Wraps a discord.js event handler so that whatever it throws stays with the server it was about: logged with the

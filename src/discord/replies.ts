@@ -7,12 +7,12 @@ import {
   RESTJSONErrorCodes,
   type RepliableInteraction,
 } from 'discord.js';
-import { AudioFormatError } from './audio/errors.ts';
-import { formatUsd } from './budget/index.ts';
-import { UserFacingError } from './errors.ts';
-import type { Logger } from './log.ts';
-import { DatabaseTimeoutError, isDatabaseUnavailable } from './storage/index.ts';
-import { TtsError, type TtsInsufficientBalanceError, type TtsRateLimitedError } from './tts/index.ts';
+import { AudioFormatError } from '../audio/errors.ts';
+import { formatUsd } from '../budget/index.ts';
+import type { Logger } from '../log.ts';
+import { DatabaseTimeoutError, isDatabaseUnavailable } from '../storage/index.ts';
+import { TtsError, type TtsInsufficientBalanceError, type TtsRateLimitedError } from '../tts/index.ts';
+import { UserFacingError } from './member-facing.ts';
 
 /** Replies never ping anyone. */
 export const NO_MENTIONS = { parse: [] } as const;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chooseSpeaker, describeLanguages, findSpeaker, rankSpeakers } from '../src/speakers.ts';
-import type { Speaker } from '../src/tts/index.ts';
+import { chooseSpeaker, describeLanguages, findSpeaker, rankSpeakers } from '../../src/members/speakers.ts';
+import type { Speaker } from '../../src/tts/index.ts';
 
 const speaker = (id: string, name: string, languages: string[] | null = null): Speaker => ({
   id,

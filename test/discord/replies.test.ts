@@ -1,14 +1,14 @@
 import { DiscordAPIError, type RepliableInteraction } from 'discord.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AudioFormatError } from '../src/audio/errors.ts';
-import { createLogger, silentLogger } from '../src/log.ts';
+import { AudioFormatError } from '../../src/audio/errors.ts';
 import {
   acknowledgeEphemeral,
   DEFER_AFTER_MS,
   describeFailure,
   isExpiredInteraction,
-} from '../src/replies.ts';
-import { DatabaseTimeoutError } from '../src/storage/index.ts';
+} from '../../src/discord/replies.ts';
+import { createLogger, silentLogger } from '../../src/log.ts';
+import { DatabaseTimeoutError } from '../../src/storage/index.ts';
 
 describe('describeFailure', () => {
   const logged: { level: string; msg: string }[] = [];
