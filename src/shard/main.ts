@@ -2,7 +2,7 @@ import 'dotenv/config';
 import { join } from 'node:path';
 import { parseConfig, secretsOf } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { type ShardGroup, startShardGroup } from './manager.ts';
+import { managerLogger, type ShardGroup, startShardGroup } from './manager.ts';
 
 // `npm run start:shards`: the second process entry (beside src/index.ts, and like it the only code here that
 // exits). It reads the same configuration, then runs this machine's shards (SHARD_COUNT, SHARD_IDS) as child
@@ -14,9 +14,7 @@ if (!parsed.ok) {
   process.exit(1);
 }
 const config = parsed.value;
-const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) }).child({
-  shard: 'manager',
-});
+const logger = managerLogger(createLogger({ level: config.logLevel, secrets: secretsOf(config) }));
 process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', { err: reason }));
 
 let group: ShardGroup | undefined;

@@ -125,7 +125,7 @@ const linesOf = (group: Spawned): Record<string, unknown>[] =>
 const pidOf = (group: Spawned, shard: number): number | undefined =>
   linesOf(group)
     .filter((l) => l.msg === 'shard process started' && l.shard === shard)
-    .map((l) => l.pid as number)
+    .map((l) => l.shardPid as number)
     .at(-1);
 
 /** The ledger as the database (PostgreSQL, or a `sqlite:` file) holds it: each charged row's request id and cost. */
@@ -557,7 +557,8 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
         );
         expect(discord.gatewaySessions()).toHaveLength(count);
         expect(
-          new Set(linesOf(group).flatMap((l) => (l.msg === 'shard process started' ? [l.pid] : []))).size,
+          new Set(linesOf(group).flatMap((l) => (l.msg === 'shard process started' ? [l.shardPid] : [])))
+            .size,
         ).toBe(count);
         // A server of each shard is answered and heard.
         const speaking = Array.from({ length: count }, (_, shard) =>
