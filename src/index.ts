@@ -71,12 +71,20 @@ async function startBot(parsed: ReturnType<typeof parseConfig>): Promise<void> {
   // From the first moment: a stop that arrives while Herald is still starting exits cleanly too.
   let stopping = false;
   const shutdown = (signal: string) => {
+    // A stop is often asked more than once: systemd (KillMode=control-group) and a terminal's Ctrl-C signal every
+    // process of the group, and then the sharding manager passes the stop on to each shard. The first one stops;
+    // the others must not end the process (with no listener left, Node's default for SIGTERM kills it at once, and
+    // cut the sentence being said).
+    if (stopping) {
+      logger.info('already stopping', { signal });
+      return;
+    }
     logger.info('shutting down', { signal });
     stopping = true;
     exitAfterStop(0);
   };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
   // A shard of `npm run start:shards` stops with its manager (its IPC channel closes), even after a kill -9 of it,
   // and even while it starts: a shard standing by for its lease would otherwise outlive its manager and, when the
   // other Herald stops, run its shards with no manager at all.

@@ -30,9 +30,11 @@ const stop = (code: number): void => {
     },
   );
 };
+// Every signal is listened to for as long as the manager runs: a second SIGINT or SIGTERM (the whole process group
+// signalled, or Ctrl-C pressed twice) must not end it before its shards have played out and stopped.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    logger.info('shutting down every shard', { signal });
+  process.on(signal, () => {
+    logger.info(stopping ? 'already stopping every shard' : 'shutting down every shard', { signal });
     stop(0);
   });
 }
