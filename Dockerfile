@@ -45,7 +45,7 @@ EXPOSE 9464
 # /healthz answers while the process runs; orchestrators should use /readyz for readiness.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.METRICS_PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Node 24 runs the TypeScript sources directly (type stripping), as `npm start` does: twice the container's cores as
-# shard processes under one manager (which serves METRICS_PORT), as many as its memory limit holds at 512 MB each,
-# unless SHARD_COUNT is set; SHARD_COUNT=1: one process.
+# Node 24 runs the TypeScript sources directly (type stripping), as `npm start` does: one process by default;
+# SHARD_PROCESSES=auto runs twice the container's cores as shard processes under one manager (which serves
+# METRICS_PORT), as many as its memory limit holds at 512 MB each.
 CMD ["node", "src/index.ts"]
