@@ -1,6 +1,6 @@
 # Herald's container image. Two stages: the first compiles the Opus addon (it needs a C toolchain), the second
 # carries only Node, the production dependencies and Herald's sources, and runs as the unprivileged `node` user.
-# Build: docker build -t herald .   Run: see compose.yaml and the README's "Container" section.
+# Build: docker build -t herald .   Run: see compose.yaml and docs/operating.md, "Container".
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
@@ -27,7 +27,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 # jemalloc in place of glibc's malloc, preloaded into every Herald process (shards inherit the environment): DAVE's
 # library allocates and frees for every voice frame, and glibc's malloc and free took a third of that call's CPU
-# (README, Performance). The link gives it one path on every architecture; `npm run doctor` says which one runs.
+# (docs/performance.md). The link gives it one path on every architecture; `npm run doctor` says which one runs.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libjemalloc2 \
  && rm -rf /var/lib/apt/lists/* \
