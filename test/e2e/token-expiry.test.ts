@@ -17,7 +17,11 @@ describe('a /speak that fails after its interaction token expired', () => {
   it('tells the member in the channel where they asked, naming them without a ping', async () => {
     // The service answers late, and then with a refusal that is not retried.
     w.tts.inject({ kind: 'delay-headers', ms: 1_500 });
-    w.tts.inject({ kind: 'status', status: 400, body: { error: { code: 'bad_request', message: 'refused' } } });
+    w.tts.inject({
+      kind: 'status',
+      status: 400,
+      body: { error: { code: 'bad_request', message: 'refused' } },
+    });
     const reply = await w.discord.slash(w.member, 'speak', { text: 'Said after a very long wait.' });
     expect(reply.content).toMatch(/^Speaking now/);
     // 16 minutes pass (the test clock of Herald and the emulator alike) while the request is under way.
