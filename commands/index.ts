@@ -8,6 +8,7 @@ import { autoread } from './autoread.ts';
 import { block } from './block.ts';
 import { budget } from './budget.ts';
 import { dictionary } from './dictionary.ts';
+import { forgetMe } from './forget-me.ts';
 import { join } from './join.ts';
 import { leave } from './leave.ts';
 import { nickname } from './nickname.ts';
@@ -36,6 +37,7 @@ export const commands: readonly Command[] = [
   dictionary,
   block,
   unblock,
+  forgetMe,
 ];
 
 /** Every message command (right-click a message → Apps). */

@@ -2,6 +2,7 @@ import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
 import { type CacheConfig, parseCacheConfig } from './cache/index.ts';
 import { isSnowflake } from './discord/snowflake.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { type PrivacyConfig, parsePrivacyConfig } from './privacy/index.ts';
 import { parseShardConfig, type ShardConfig } from './shard/config.ts';
 import type { DatabaseConfig } from './storage/open.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
@@ -51,6 +52,8 @@ export interface Config {
   readonly shards: ShardConfig;
   /** `USER_INSTALL` and `USER_INSTALL_CHARS_PER_DAY`: voice messages from Herald installed to a member's account. */
   readonly userInstall: UserInstallConfig;
+  /** `DATA_RETENTION_DAYS`: how long a server's data outlives Herald's removal from it. */
+  readonly privacy: PrivacyConfig;
 }
 
 /** The environment as read: every value a string or absent. */
@@ -94,6 +97,9 @@ export function parseConfig(env: Env): ConfigResult {
 
   const userInstall = parseUserInstallConfig(env);
   if (!userInstall.ok) problems.push(...userInstall.problems);
+
+  const privacy = parsePrivacyConfig(env);
+  if (!privacy.ok) problems.push(...privacy.problems);
 
   const database = parseDatabaseUrl(
     value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite',
@@ -155,6 +161,7 @@ export function parseConfig(env: Env): ConfigResult {
     !cache.ok ||
     !shards.ok ||
     !userInstall.ok ||
+    !privacy.ok ||
     token === undefined ||
     applicationId === undefined ||
     !isLogLevel(logLevel)
@@ -177,6 +184,7 @@ export function parseConfig(env: Env): ConfigResult {
       ops: { port: metricsPort, host: value('METRICS_HOST') ?? '127.0.0.1', token: metricsToken },
       shards: shards.value,
       userInstall: userInstall.value,
+      privacy: privacy.value,
     },
   };
 }

@@ -22,6 +22,7 @@ import {
   type ProcessErrorKind,
   startOperations,
 } from './ops/index.ts';
+import { createPrivacy } from './privacy/index.ts';
 import { claimShards } from './shard/claim.ts';
 import { ownsGuild, runsShard } from './shard/client.ts';
 import { createSpeech } from './speech/index.ts';
@@ -56,6 +57,10 @@ export interface HeraldOptions {
   readonly ttsReadyTimeoutMs?: number;
   /** How long a graceful stop lets paid audio play out (default {@link DEFAULT_SHUTDOWN_DRAIN_MS}). */
   readonly shutdownDrainMs?: number;
+  /** The clock of data retention (`DATA_RETENTION_DAYS`); tests move it on. */
+  readonly now?: () => number;
+  /** How often removed servers' data is checked for deletion (default hourly); tests shorten it. */
+  readonly dataSweepIntervalMs?: number;
   /**
    * Called when another Herald took this process's shards over (it stopped renewing its lease for long enough):
    * the entry point stops this one, so that two do not answer. Logged either way.
@@ -105,6 +110,17 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     onLost: () => options.onShardsLost?.(),
   });
   const stores = await openStores(db);
+  // What is kept about removed servers and about members who ask, and its deletion (after every store's tables).
+  const privacy = await createPrivacy(db, {
+    retentionDays: config.privacy.retentionDays,
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.dataSweepIntervalMs ? { sweepIntervalMs: options.dataSweepIntervalMs } : {}),
+    onSweep: (outcome) => {
+      if ('error' in outcome) logger.warn('deleting removed servers’ data failed', { err: outcome.error });
+      else if (outcome.deleted.length > 0)
+        logger.info('deleted removed servers’ data', { guilds: outcome.deleted });
+    },
+  });
 
   // The paid path: the TTS service, behind the budget guard, behind the audio cache (see src/speech/).
   const tts = createTtsClient({
@@ -185,10 +201,11 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       renderPreviewFile: (request, guildId) => renderPreviewFile(synthesize, request, guildId),
       voiceMessages: createVoiceMessages({ synthesize, unplayed }),
       userInstall: config.userInstall,
+      privacy,
     },
     messageCommands,
   );
-  listenToDiscord(client, { interaction, voice, autoread, logger });
+  listenToDiscord(client, { interaction, voice, autoread, privacy, logger });
   // Once the caches are filled: rejoin the voice channels Herald was in before a restart, and finish their queues.
   client.once(Events.ClientReady, (ready) => {
     recoverSessions({
@@ -225,6 +242,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     processError: (kind) => events.processError(kind),
     async stop() {
       stopRechecks();
+      privacy.close();
       operations.stopAnswering();
       // A deploy does not cut a sentence: what is already paid for is heard (bounded), the rest is saved.
       await voice.drainAll(options.shutdownDrainMs ?? DEFAULT_SHUTDOWN_DRAIN_MS);

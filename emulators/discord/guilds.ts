@@ -307,6 +307,13 @@ export function createGuilds(ctx: Context) {
         gateway.dispatch('GUILD_DELETE', { id: guild.id });
         notify();
       },
+      inviteBot: () => {
+        if (guild.botPresent) return;
+        guild.botPresent = true;
+        if (botConnected(guild.id))
+          gateway.dispatch('GUILD_CREATE', guildCreatePayload(guild, voiceSessionOf));
+        notify();
+      },
       botVoiceChannelId: () => guild.voice.get(botUser.id) ?? null,
       voiceMembers: (channel) => occupants(guild, channel.id),
     };

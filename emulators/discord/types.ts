@@ -90,6 +90,8 @@ export interface Guild {
   deleteChannel(channel: Channel): void;
   /** The bot is kicked: GUILD_DELETE, voice socket closed 4014. */
   removeBot(): void;
+  /** The bot is invited back (after {@link removeBot}): GUILD_CREATE, as for a server it just joined. */
+  inviteBot(): void;
   /** The voice channel the bot sits in, as far as the emulator knows. */
   botVoiceChannelId(): string | null;
   /** Who sits in `channel` (member ids, the bot included). */

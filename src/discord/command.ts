@@ -12,6 +12,7 @@ import type { CacheStore } from '../cache/index.ts';
 import type { Logger } from '../log.ts';
 import type { MemberStore } from '../members/index.ts';
 import type { PreviewFile } from '../members/preview.ts';
+import type { Privacy } from '../privacy/index.ts';
 import type { SettingsStore } from '../storage/index.ts';
 import type { ApiForm, TtsClient } from '../tts/index.ts';
 import type { VoiceManager } from '../voice/manager.ts';
@@ -46,6 +47,8 @@ export interface Deps extends BudgetDeps {
   readonly voiceMessages: VoiceMessages;
   /** `USER_INSTALL` and its per-member daily limit. */
   readonly userInstall: UserInstallConfig;
+  /** A member's deletion of what Herald keeps about them (`/forget-me`). */
+  readonly privacy: Pick<Privacy, 'forgetMember'>;
 }
 
 /** A slash command: its definition (the name is written once, in `data`) and its handlers. */

@@ -1,6 +1,7 @@
 import { type Client, Events, type Guild, type Interaction } from 'discord.js';
 import type { AutoRead } from '../autoread/create.ts';
 import type { Logger } from '../log.ts';
+import type { Privacy } from '../privacy/index.ts';
 import type { VoiceManager } from '../voice/manager.ts';
 import { contained } from './contain.ts';
 import { firstSightOnly } from './first-sight.ts';
@@ -11,6 +12,8 @@ export interface DiscordListeners {
   readonly interaction: (interaction: Interaction) => Promise<void>;
   readonly voice: VoiceManager;
   readonly autoread: AutoRead;
+  /** Told when Herald is removed from a server, and when it is in one (invited back, or at start). */
+  readonly privacy: Pick<Privacy, 'serverRemoved' | 'serverPresent'>;
   readonly logger: Logger;
 }
 
@@ -125,9 +128,33 @@ export function listenToDiscord(client: Client, parts: DiscordListeners): void {
       logger,
       'guild delete',
       (guild) => guild.id,
-      (guild) => voice.onGuildDelete(guild.id),
+      async (guild) => {
+        // discord.js emits GuildDelete only for a removal (an outage is GuildUnavailable): leave at once; the data
+        // goes after DATA_RETENTION_DAYS unless Herald is invited back.
+        voice.onGuildDelete(guild.id);
+        await parts.privacy.serverRemoved(guild.id);
+      },
     ),
   );
+  client.on(
+    Events.GuildCreate,
+    contained(
+      logger,
+      'guild create',
+      (guild) => guild.id,
+      (guild) => parts.privacy.serverPresent(guild.id),
+    ),
+  );
+  // Invited back while Herald was down: its servers at start are present too.
+  client.once(Events.ClientReady, (ready) => {
+    for (const guildId of ready.guilds.cache.keys()) {
+      parts.privacy
+        .serverPresent(guildId)
+        .catch((error: unknown) =>
+          logger.warn('could not mark a server present', { guild: guildId, err: error }),
+        );
+    }
+  });
   client.on(Events.Error, (error) => logger.error('discord client error', { err: error }));
   client.on(Events.Warn, (message) => logger.warn('discord client warning', { message }));
 }

@@ -36,6 +36,9 @@ export interface WorldOptions {
   readonly ttsTimeouts?: TtsTimeouts;
   /** Bound on `/readyz`'s TTS check (Herald's default is 3 s). */
   readonly ttsReadyTimeoutMs?: number;
+  /** The clock of data retention, and how often removed servers are checked (Herald's default: hourly). */
+  readonly now?: () => number;
+  readonly dataSweepIntervalMs?: number;
 }
 
 /** A server with a text channel, a voice channel, an admin and a member, and Herald logged in. */
@@ -117,6 +120,8 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
       logger,
       ...(options.ttsTimeouts ? { ttsTimeouts: options.ttsTimeouts } : {}),
       ...(options.ttsReadyTimeoutMs === undefined ? {} : { ttsReadyTimeoutMs: options.ttsReadyTimeoutMs }),
+      ...(options.now ? { now: options.now } : {}),
+      ...(options.dataSweepIntervalMs ? { dataSweepIntervalMs: options.dataSweepIntervalMs } : {}),
       ...(options.voiceConnectTimeoutMs === undefined
         ? {}
         : { voiceConnectTimeoutMs: options.voiceConnectTimeoutMs }),
