@@ -22,7 +22,7 @@ import {
   type ProcessErrorKind,
   startOperations,
 } from './ops/index.ts';
-import { createPrivacy } from './privacy/index.ts';
+import { createPrivacy, type PrivacyOptions } from './privacy/index.ts';
 import { claimShards } from './shard/claim.ts';
 import { runsShard } from './shard/client.ts';
 import { createSpeech } from './speech/index.ts';
@@ -56,10 +56,8 @@ export interface HeraldOptions {
   readonly ttsReadyTimeoutMs?: number;
   /** How long a graceful stop lets paid audio play out (default {@link DEFAULT_SHUTDOWN_DRAIN_MS}). */
   readonly shutdownDrainMs?: number;
-  /** The clock of data retention (`DATA_RETENTION_DAYS`); tests move it on. */
-  readonly now?: () => number;
-  /** How often removed servers' data is checked for deletion (default hourly); tests shorten it. */
-  readonly dataSweepIntervalMs?: number;
+  /** The clock of data retention and how often it is checked (default: hourly); tests move and shorten them. */
+  readonly privacy?: Pick<PrivacyOptions, 'now' | 'sweepIntervalMs'>;
   /**
    * Called when another Herald took this process's shards over (it stopped renewing its lease for long enough):
    * the entry point stops this one, so that two do not answer. Logged either way.
@@ -110,16 +108,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   });
   const stores = await openStores(db);
   // What is kept about removed servers and about members who ask, and its deletion (after every store's tables).
-  const privacy = await createPrivacy(db, {
-    retentionDays: config.privacy.retentionDays,
-    ...(options.now ? { now: options.now } : {}),
-    ...(options.dataSweepIntervalMs ? { sweepIntervalMs: options.dataSweepIntervalMs } : {}),
-    onSweep: (outcome) => {
-      if ('error' in outcome) logger.warn('deleting removed servers’ data failed', { err: outcome.error });
-      else if (outcome.deleted.length > 0)
-        logger.info('deleted removed servers’ data', { guilds: outcome.deleted });
-    },
-  });
+  const privacy = await createPrivacy(db, { ...config.privacy, ...options.privacy, logger });
 
   // The paid path: the TTS service, behind the budget guard, behind the audio cache (see src/speech/).
   const tts = createTtsClient({

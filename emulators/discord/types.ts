@@ -92,6 +92,8 @@ export interface Guild {
   removeBot(): void;
   /** The bot is invited back (after {@link removeBot}): GUILD_CREATE, as for a server it just joined. */
   inviteBot(): void;
+  /** The server's AFK channel (a voice channel, or none): GUILD_UPDATE. */
+  setAfkChannel(channel: Channel | null): void;
   /** The voice channel the bot sits in, as far as the emulator knows. */
   botVoiceChannelId(): string | null;
   /** Who sits in `channel` (member ids, the bot included). */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  type CommandInteraction,
   DiscordAPIError,
   type InteractionReplyOptions,
   type MessageComponentInteraction,
@@ -145,4 +146,58 @@ export function acknowledgeEphemeral(
     await deferral;
     await respondEphemeral(interaction, content, extra);
   };
+}
+
+/**
+ * An interaction's token lets Herald follow up for 15 minutes; a follow-up after that is refused (Discord: 50027
+ * Invalid Webhook Token, or 10015 Unknown Webhook once forgotten).
+ */
+export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60_000;
+
+/** True when `error` is Discord refusing an interaction token that expired. */
+export function isExpiredToken(error: unknown): boolean {
+  return (
+    error instanceof DiscordAPIError &&
+    (error.code === RESTJSONErrorCodes.InvalidWebhookToken ||
+      error.code === RESTJSONErrorCodes.UnknownWebhook)
+  );
+}
+
+/**
+ * Tells the member who asked something that happened later (a queued utterance failed), through the interaction
+ * while its token lives (ephemeral), and after that in the channel where they asked, naming them without a ping:
+ * a `/speak` that waited 16 minutes in a long queue still hears why. When Herald may not post there either, the
+ * sentence is logged: never an unhandled rejection.
+ */
+export async function followUpLater(
+  interaction: RepliableInteraction | CommandInteraction,
+  content: string,
+  logger: Logger,
+  now: () => number = Date.now,
+): Promise<void> {
+  const alive = now() - interaction.createdTimestamp < INTERACTION_TOKEN_LIFETIME_MS - 10_000;
+  if (alive) {
+    try {
+      await interaction.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS });
+      return;
+    } catch (error) {
+      if (!isExpiredToken(error)) throw error;
+    }
+  }
+  const channel = interaction.channel;
+  const name =
+    interaction.member && 'displayName' in interaction.member ? interaction.member.displayName : undefined;
+  try {
+    if (!channel?.isSendable()) throw new Error('the channel is not one Herald can post in');
+    await channel.send({
+      content: `${name ?? interaction.user.username}: ${content}`,
+      allowedMentions: NO_MENTIONS,
+    });
+  } catch (error) {
+    logger.warn('could not tell a member what happened after their interaction expired', {
+      err: error,
+      user: interaction.user.id,
+      content,
+    });
+  }
 }

@@ -1,3 +1,4 @@
+import type { Logger } from '../log.ts';
 import type { Database, Migrations } from '../storage/database.ts';
 import { MEMBER_TABLES, SERVER_TABLES } from './tables.ts';
 
@@ -27,11 +28,11 @@ export interface Privacy {
 export interface PrivacyOptions {
   readonly retentionDays: number;
   /** Test clock; `Date.now` by default. */
-  readonly now?: () => number;
+  readonly now?: (() => number) | undefined;
   /** How often the sweep runs (default hourly); it also runs at once. */
-  readonly sweepIntervalMs?: number;
+  readonly sweepIntervalMs?: number | undefined;
   /** Told of each sweep's deletions and failures. */
-  readonly onSweep?: (outcome: { deleted: string[] } | { error: unknown }) => void;
+  readonly logger: Logger;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -77,8 +78,10 @@ export async function createPrivacy(db: Database, options: PrivacyOptions): Prom
 
   const runSweep = (): void => {
     sweep().then(
-      (deleted) => options.onSweep?.({ deleted }),
-      (error: unknown) => options.onSweep?.({ error }),
+      (deleted) => {
+        if (deleted.length > 0) options.logger.info('deleted removed servers’ data', { guilds: deleted });
+      },
+      (error: unknown) => options.logger.warn('deleting removed servers’ data failed', { err: error }),
     );
   };
   const timer = setInterval(runSweep, options.sweepIntervalMs ?? HOUR_MS);

@@ -12,7 +12,10 @@ let now = Date.UTC(2026, 10, 1);
 let w: World;
 
 beforeAll(async () => {
-  w = await createWorld({ now: () => now, dataSweepIntervalMs: 50, env: { DATA_RETENTION_DAYS: '30' } });
+  w = await createWorld({
+    privacy: { now: () => now, sweepIntervalMs: 50 },
+    env: { DATA_RETENTION_DAYS: '30' },
+  });
 });
 afterAll(async () => {
   await w?.close();

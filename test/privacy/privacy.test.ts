@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.ts';
 import {
   createPrivacy,
   KEPT_TABLES,
@@ -17,7 +18,12 @@ async function world(retentionDays = 30) {
   const db = openDatabase({ kind: 'sqlite', path: ':memory:' });
   const stores = await openStores(db);
   let now = Date.UTC(2026, 10, 1);
-  const privacy = await createPrivacy(db, { retentionDays, now: () => now, sweepIntervalMs: 3_600_000 });
+  const privacy = await createPrivacy(db, {
+    retentionDays,
+    now: () => now,
+    sweepIntervalMs: 3_600_000,
+    logger: createLogger({ level: 'error', write: () => {} }),
+  });
   return {
     db,
     stores,
