@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { generateDependencyReport } from '@discordjs/voice';
-import { type Client, Events } from 'discord.js';
+import type { Client } from 'discord.js';
 import type { Dispatcher } from 'undici';
 import { commands, messageCommands } from '../commands/index.ts';
 import { createAutoRead } from './autoread/create.ts';
@@ -9,7 +9,7 @@ import { type Config, secretsOf } from './config.ts';
 import { createDiscordClient, postInChannel, shardLabel } from './discord/client.ts';
 import { listenToDiscord } from './discord/events.ts';
 import { createInteractionHandler } from './discord/interactions.ts';
-import { createOperatorCheck } from './discord/operators.ts';
+import { operatorsOf } from './discord/operators.ts';
 import type { Logger } from './log.ts';
 import { renderPreviewFile } from './members/preview.ts';
 import {
@@ -24,13 +24,12 @@ import {
 } from './ops/index.ts';
 import { createPrivacy, type PrivacyOptions } from './privacy/index.ts';
 import { claimShards } from './shard/claim.ts';
-import { ownsGuild, runsShard } from './shard/client.ts';
+import { runsShard } from './shard/client.ts';
 import { createSpeech } from './speech/index.ts';
 import { openDatabase } from './storage/index.ts';
 import { openStores } from './storage/stores.ts';
 import { createTtsClient, type TtsTimeouts } from './tts/index.ts';
-import { createVoice } from './voice/create.ts';
-import { recoverSessions } from './voice/recovery.ts';
+import { createVoice, recoverWhenReady } from './voice/create.ts';
 import { createVoiceMessages } from './voice-message/index.ts';
 
 /** A running Herald. */
@@ -127,7 +126,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     post: (channelId, content) => postInChannel(client, channelId, content),
     logger: child('budget'),
   });
-  const speech = await createSpeech({
+  const { synthesize, unplayed, audioCache } = await createSpeech({
     config,
     tts,
     guard: budget.guard,
@@ -136,7 +135,6 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     events,
     logger: child('cache'),
   });
-  const { synthesize, unplayed, audioCache } = speech;
 
   // Voice: each server's session, queue and connection.
   const voiceLogger = child('voice');
@@ -176,11 +174,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       estimateCostUsd: (characters) => budget.guard.estimateUsd(characters),
       budget: budget.guard,
       budgetProbe: budget.probe,
-      isOperator: createOperatorCheck(
-        config.budget.ownerIds,
-        () => client.application?.fetch() ?? Promise.reject(new Error('not logged in yet')),
-        logger,
-      ),
+      isOperator: operatorsOf(client, config.budget.ownerIds, logger),
       budgetAlertChannelId: config.budget.alertChannelId,
       cache: stores.cache,
       cacheEnabled: audioCache.enabled,
@@ -196,16 +190,11 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   );
   listenToDiscord(client, { interaction, voice, autoread, privacy, logger });
   // Once the caches are filled: rejoin the voice channels Herald was in before a restart, and finish their queues.
-  client.once(Events.ClientReady, (ready) => {
-    recoverSessions({
-      store: stores.voiceState,
-      voice,
-      client: ready,
-      speakers: () => tts.speakers(),
-      owns: (guildId) => ownsGuild(client.options, guildId),
-      logger: voiceLogger,
-    }).catch((error: unknown) => logger.error('resuming voice sessions failed', { err: error }));
-    logger.info('logged in', { user: ready.user.tag, guilds: ready.guilds.cache.size });
+  recoverWhenReady(client, {
+    store: stores.voiceState,
+    voice,
+    speakers: () => tts.speakers(),
+    logger: voiceLogger,
   });
 
   const operations = await startOperations({

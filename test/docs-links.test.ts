@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -87,5 +88,19 @@ describe('the documentation’s links', () => {
     );
     expect(broken).toEqual([]);
     expect(documents().length).toBeGreaterThan(5);
+  });
+
+  it('cite every result file kept in bench/results, and keep at most 30', () => {
+    // The files in git (a bench or soak run leaves its new file beside them until it is committed or removed).
+    const kept = execFileSync('git', ['ls-files', 'bench/results'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\n')
+      .map((path) => path.slice('bench/results/'.length))
+      .filter((name) => name !== '' && name !== '.gitkeep');
+    const docs = documents()
+      .map((file) => readFileSync(file, 'utf8'))
+      .join('\n');
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.length).toBeLessThanOrEqual(30);
+    expect(kept.filter((name) => !docs.includes(name))).toEqual([]);
   });
 });

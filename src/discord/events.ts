@@ -155,6 +155,9 @@ export function listenToDiscord(client: Client, parts: DiscordListeners): void {
         );
     }
   });
+  client.once(Events.ClientReady, (ready) =>
+    logger.info('logged in', { user: ready.user.tag, guilds: ready.guilds.cache.size }),
+  );
   client.on(Events.Error, (error) => logger.error('discord client error', { err: error }));
   client.on(Events.Warn, (message) => logger.warn('discord client warning', { message }));
 }

@@ -1,3 +1,4 @@
+import type { Client } from 'discord.js';
 import type { Logger } from '../log.ts';
 
 /** The application's owner as Discord reports it: a user, or a team with members. */
@@ -37,4 +38,17 @@ export function createOperatorCheck(
     }
     return cached.ids.has(userId);
   };
+}
+
+/** {@link createOperatorCheck} asking the client's application (which rejects until the client has logged in). */
+export function operatorsOf(
+  client: Pick<Client, 'application'>,
+  configured: readonly string[],
+  logger: Logger,
+): (userId: string) => Promise<boolean> {
+  return createOperatorCheck(
+    configured,
+    () => client.application?.fetch() ?? Promise.reject(new Error('not logged in yet')),
+    logger,
+  );
 }

@@ -1,10 +1,12 @@
+import { type Client, Events } from 'discord.js';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
+import { ownsGuild } from '../shard/client.ts';
 import type { VoiceStateStore } from '../storage/voice-state.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import { createJoinQueue } from './join-queue.ts';
 import { VoiceManager, type VoiceManagerOptions } from './manager.ts';
-import { persistSnapshots } from './recovery.ts';
+import { persistSnapshots, type RecoveryOptions, recoverSessions } from './recovery.ts';
 import type { Synthesize } from './session.ts';
 
 /** What {@link createVoice} is built from. */
@@ -39,5 +41,19 @@ export function createVoice(parts: VoiceParts): VoiceManager {
     joinQueue: createJoinQueue(),
     onUnplayed: (result, _request, reason) => parts.unplayed(result, reason),
     ...(parts.observer ? { observer: parts.observer } : {}),
+  });
+}
+
+/**
+ * Once the client's caches are filled (`ClientReady`): rejoins the voice channels of this process's servers that
+ * Herald was in before a restart, and finishes their queues. A failure is logged, never thrown.
+ */
+export function recoverWhenReady(client: Client, options: Omit<RecoveryOptions, 'client' | 'owns'>): void {
+  client.once(Events.ClientReady, (ready) => {
+    recoverSessions({
+      ...options,
+      client: ready,
+      owns: (guildId) => ownsGuild(client.options, guildId),
+    }).catch((error: unknown) => options.logger.error('resuming voice sessions failed', { err: error }));
   });
 }
