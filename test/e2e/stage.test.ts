@@ -63,4 +63,19 @@ describe('stage channels', () => {
     expect(voice.frames.filter((f) => !f.silence).every((f) => f.e2ee)).toBe(true);
     expect(texts().filter((t) => t === 'May I have the floor?')).toHaveLength(1);
   });
+
+  it('allowed neither to take the stage nor to ask, it says so and pays nothing', async () => {
+    await w.discord.slash(w.member, 'leave');
+    const stage = w.guild.addStageChannel('Closed Panel');
+    w.guild.setBotPermissions(VOICE, stage);
+    w.guild.joinVoice(w.member, stage);
+    const before = generations().length;
+
+    await w.discord.slash(w.member, 'speak', { text: 'Can anyone hear me?' });
+    const notice = await w.discord.untilChannelMessage(w.text);
+    expect(notice.content).toMatch(/could not ask to speak, so nobody can hear me/);
+    const own = w.discord.rest.filter((c) => c.method === 'PATCH' && c.path.endsWith('/voice-states/@me'));
+    expect(own.at(-1)?.status).toBe(403);
+    expect(generations().length).toBe(before);
+  });
 });
