@@ -11,10 +11,11 @@ import {
 } from 'discord.js';
 import type { Command, Deps } from '../src/command.ts';
 import { MEMBER_LIMITS } from '../src/members/index.ts';
+import { pageLines } from '../src/pages.ts';
 import { NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
 
 const NAME = 'dictionary';
-/** Entries per page: short lines, far below the 2,000-character message limit. */
+/** Entries per page at most; fewer when long words would pass the 2,000-character message limit. */
 const PAGE_SIZE = 20;
 
 export const dictionary = {
@@ -109,11 +110,13 @@ export const dictionary = {
 
 async function renderList(deps: Deps, guildId: string, requestedPage: number) {
   const entries = await deps.members.dictionary(guildId);
-  const pages = Math.max(1, Math.ceil(entries.length / PAGE_SIZE));
+  const paged = pageLines(
+    entries.map((entry) => `• ${escapeMarkdown(entry.word)} → ${escapeMarkdown(entry.spoken)}`),
+    PAGE_SIZE,
+  );
+  const pages = paged.length;
   const page = Math.min(Math.max(requestedPage, 0), pages - 1);
-  const lines = entries
-    .slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE)
-    .map((entry) => `• ${escapeMarkdown(entry.word)} → ${escapeMarkdown(entry.spoken)}`);
+  const lines = paged[page] ?? [];
   const content =
     entries.length === 0
       ? 'The dictionary is empty. Admins add words with /dictionary add.'
