@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Reply } from '../../emulators/discord/types.ts';
+import { manySpeakers } from '../../emulators/tts/index.ts';
 import { createWorld, type World } from './harness.ts';
 
 // Long lists page within Discord's limits. The emulator refuses any message over them (400, 50035), so a page
@@ -63,5 +64,32 @@ describe('long lists page within Discord’s limits', () => {
     const listed = pages.join('\n');
     for (const member of members) expect(listed).toContain(`<@${member.id}>`);
     expect(pages[0]).toMatch(/page 1 of 2 · 60 in all/);
+  }, 120_000);
+
+  it('/voices with 120 speakers pages through all of them, and autocomplete offers 25 short choices', async () => {
+    const speakers = manySpeakers(120).map((s) => ({
+      ...s,
+      name: `${s.name} ${'with a long name '.repeat(8)}`,
+    }));
+    const w = await createWorld({ tts: { speakers } });
+    world = w;
+    const first = await w.discord.slash(w.member, 'voices', {});
+    const pages = [first];
+    let reply = first;
+    for (let page = 1; page < 12; page++) {
+      reply = await w.discord.press(w.member, reply.message, `voices:${page}:`);
+      pages.push(reply);
+    }
+    expect(pages.at(-1)?.embeds[0]?.footer?.text).toMatch(/Page 12 of 12 · 120 voices/);
+    const listed = JSON.stringify(pages.map((p) => p.embeds));
+    for (const speaker of speakers) expect(listed).toContain(speaker.name.slice(0, 12));
+    const choices = await w.discord.autocomplete(
+      w.member,
+      'speak',
+      { text: 'x', speaker: 'Speaker' },
+      'speaker',
+    );
+    expect(choices).toHaveLength(25);
+    for (const choice of choices) expect([...choice.name].length).toBeLessThanOrEqual(100);
   }, 120_000);
 });
