@@ -36,6 +36,8 @@ export function describeJoinRefusal(
       return `I can’t join your voice channel: I am missing the ${outcome.permission} permission there.`;
     case 'channel-full':
       return 'Your voice channel is full, so I can’t join it.';
+    case 'afk-channel':
+      return 'You are in this server’s AFK channel, where nobody can speak. Join another voice channel, then try again.';
   }
 }
 

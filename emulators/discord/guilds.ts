@@ -10,6 +10,7 @@ import {
   type GuildState,
   guildCreatePayload,
   guildSnowflake,
+  guildUpdatePayload,
   INTENTS,
   type MemberState,
   memberPayload,
@@ -141,6 +142,7 @@ export function createGuilds(ctx: Context) {
       members: new Map(),
       voice: new Map(),
       botRoleId,
+      afkChannelId: null,
       botPresent: true,
     };
     state.members.set(botUser.id, {
@@ -297,8 +299,17 @@ export function createGuilds(ctx: Context) {
           if (userId === botUser.id) disconnectBotVoice(guild);
         }
         guild.channels.delete(state.id);
+        // Discord clears a guild's AFK channel when that channel is deleted.
+        if (guild.afkChannelId === state.id) guild.afkChannelId = null;
         gateway.dispatch('CHANNEL_DELETE', channelPayload(state), INTENTS.guilds);
         notify();
+      },
+      setAfkChannel: (channel) => {
+        const id = channel ? channelOf(channel).id : null;
+        guild.afkChannelId = id;
+        if (botConnected(guild.id) && guild.botPresent) {
+          gateway.dispatch('GUILD_UPDATE', guildUpdatePayload(guild), INTENTS.guilds);
+        }
       },
       removeBot: () => {
         disconnectBotVoice(guild);

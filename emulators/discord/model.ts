@@ -114,6 +114,8 @@ export interface GuildState {
   /** user id → voice channel id, for everyone sitting in a voice channel. */
   readonly voice: Map<string, string>;
   readonly botRoleId: string;
+  /** The guild's AFK voice channel (`afk_channel_id`), where nobody may speak; null when it has none. */
+  afkChannelId: string | null;
   /** False once the bot was removed from the guild. */
   botPresent: boolean;
 }
@@ -243,6 +245,26 @@ export function voiceStatePayload(
   };
 }
 
+/** The GUILD_UPDATE payload of `guild`: the guild object without GUILD_CREATE's extra fields, as on Discord. */
+export function guildUpdatePayload(guild: GuildState): object {
+  const {
+    joined_at: _joined,
+    large: _large,
+    unavailable: _unavailable,
+    member_count: _count,
+    members: _members,
+    channels: _channels,
+    voice_states: _voice,
+    threads: _threads,
+    presences: _presences,
+    stage_instances: _stages,
+    guild_scheduled_events: _events,
+    soundboard_sounds: _sounds,
+    ...guildObject
+  } = guildCreatePayload(guild, () => '') as Record<string, unknown>;
+  return guildObject;
+}
+
 /** The GUILD_CREATE payload of `guild`, as the bot sees it. */
 export function guildCreatePayload(
   guild: GuildState,
@@ -258,7 +280,7 @@ export function guildCreatePayload(
     banner: null,
     description: null,
     owner_id: guild.ownerId,
-    afk_channel_id: null,
+    afk_channel_id: guild.afkChannelId,
     afk_timeout: 300,
     verification_level: 0,
     default_message_notifications: 0,

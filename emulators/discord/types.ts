@@ -86,6 +86,8 @@ export interface Guild {
   moveBot(channel: Channel | null): void;
   /** CHANNEL_DELETE; everyone in it leaves; the bot's voice socket closes 4014 if it was there. */
   deleteChannel(channel: Channel): void;
+  /** The guild's AFK channel (`afk_channel_id`; null for none): GUILD_UPDATE, as when an admin sets it. */
+  setAfkChannel(channel: Channel | null): void;
   /** The bot is kicked: GUILD_DELETE, voice socket closed 4014. */
   removeBot(): void;
   /** The voice channel the bot sits in, as far as the emulator knows. */
