@@ -54,6 +54,20 @@ describe('the AFK channel', () => {
     await w.discord.voice(w.guild).untilSilent({ quietMs: 300 });
     expect(charged(w)).toBe(1);
   });
+
+  it('is never auto-joined: a message read aloud from a member sitting in it pays nothing', async () => {
+    const w = await open();
+    const afk = w.guild.addVoiceChannel('Away');
+    w.guild.setAfkChannel(afk);
+    await w.discord.slash(w.admin, 'autoread', { channel: w.text, enabled: true }, { subcommand: 'channel' });
+    await w.discord.slash(w.admin, 'autoread', { 'auto-join': true }, { subcommand: 'set' });
+    w.guild.joinVoice(w.member, afk);
+
+    w.discord.sendMessage(w.member, w.text, 'is anybody there');
+    await vi.waitFor(() => expect(w.logs.some((line) => line.includes('could not auto-join'))).toBe(true));
+    expect(w.guild.botVoiceChannelId()).toBeNull();
+    expect(charged(w)).toBe(0);
+  });
 });
 
 describe('the voice channel going away', () => {
@@ -73,8 +87,9 @@ describe('the voice channel going away', () => {
     expect(paid).toBe(2);
 
     // Exactly one sentence says why, in the channel /speak was used from.
-    const said = w.discord.channelMessages(w.text).map((message) => message.content);
-    expect(said).toEqual(['My voice channel was deleted; the queue is cleared.']);
+    const said = () => w.discord.channelMessages(w.text).map((message) => message.content);
+    await vi.waitFor(() => expect(said()).toHaveLength(1));
+    expect(said()).toEqual(['My voice channel was deleted; the queue is cleared.']);
 
     // The process lives: a member in another channel is heard, and only that is paid.
     const hall = w.guild.addVoiceChannel('Hall');
@@ -84,5 +99,7 @@ describe('the voice channel going away', () => {
     );
     await w.discord.voice(w.guild).untilSilent({ quietMs: 300 });
     expect(charged(w)).toBe(paid + 1);
+    // Seconds later, still the one sentence: no late "nobody is listening" for the deleted channel.
+    expect(said()).toEqual(['My voice channel was deleted; the queue is cleared.']);
   });
 });
