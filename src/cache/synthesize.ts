@@ -35,13 +35,17 @@ export interface CachedSynthesizeOptions {
 
 /** No utterance short enough to be cached comes near this; a stream that does is not held in memory. */
 const MAX_ENTRY_AUDIO_BYTES = 8 * 1024 * 1024;
+/** How often a request whose audio another process is generating looks for the stored entry. */
+const CLAIM_POLL_MS = 25;
 
 /**
  * Wraps a paid synthesis with the audio cache. A hit plays from disk and `paid` is never called, so nothing is
  * reserved or charged. A miss calls `paid` once per key however many ask at the same time (single flight): the
  * first streams the service's response to its listeners while the same bytes are collected (a tee, so the cache
  * never delays the first play); the others wait for those bytes and play them from memory. Complete audio is
- * then written to disk; audio that failed or was cut short is never stored.
+ * then written to disk; audio that failed or was cut short is never stored. Across the processes sharing the folder
+ * the flight is a claim (a lock file per key): a request in another process waits for the claimant's entry on disk,
+ * and pays only when the claimant failed or died.
  */
 export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOptions): Synthesize {
   const { disk, store, keyOf, logger } = options;
@@ -82,6 +86,7 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
     signal: AbortSignal,
     guildId: string,
     characters: number,
+    release: () => Promise<void>,
   ): Promise<GenerateResult> => {
     let settle: (entry: Entry | undefined) => void = () => {};
     const flight = new Promise<Entry | undefined>((resolve) => {
@@ -92,6 +97,7 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
       settle(entry);
       if (!entry) {
         if (flights.get(key) === flight) flights.delete(key);
+        void release();
         return;
       }
       disk
@@ -100,6 +106,8 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
         .catch((error: unknown) => logger.warn('could not store audio in the cache', { err: error }))
         .finally(() => {
           if (flights.get(key) === flight) flights.delete(key);
+          // After the file is on disk: another process waiting on the claim then finds the entry.
+          void release();
         });
     };
 
@@ -177,10 +185,33 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
       if (stored.kind === 'corrupt') damaged = true;
       // Another request may have started paying while the disk was read.
       if (flights.has(key)) continue;
+      const release = await disk.claim(key);
+      if (flights.has(key)) {
+        await release?.();
+        continue;
+      }
+      if (!release) {
+        // Another process is paying for it: its entry, once stored, is read from disk at the top of the loop.
+        await waitForClaim(key, signal);
+        continue;
+      }
+      // A stored entry may have landed between the read and the claim.
+      const landed = await disk.get(key);
+      if (landed.kind === 'hit') {
+        await release();
+        return served(landed.entry, request, guildId, characters);
+      }
       options.onLookup?.(damaged ? 'corrupt' : 'miss');
-      return lead(key, request, signal, guildId, characters);
+      return lead(key, request, signal, guildId, characters, release);
     }
   };
+
+  /** Resolves once no live process holds the claim on `key`; rejects when `signal` aborts. */
+  async function waitForClaim(key: string, signal: AbortSignal): Promise<void> {
+    while (await disk.claimed(key)) {
+      await abortable(new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS)), signal);
+    }
+  }
 }
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
