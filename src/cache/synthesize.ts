@@ -2,7 +2,7 @@ import { PassThrough, Transform } from 'node:stream';
 import type { Logger } from '../log.ts';
 import { countCharacters, type GenerateResult, TtsAbortedError } from '../tts/index.ts';
 import type { SpeechRequest, Synthesize } from '../voice/session.ts';
-import type { DiskCache } from './disk.ts';
+import type { DiskCache, DiskLookup } from './disk.ts';
 import type { Entry } from './entry-file.ts';
 import type { CacheStore } from './store.ts';
 
@@ -53,6 +53,20 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
   // Resolves with the leader's complete audio, or undefined when the leader failed (then another one leads).
   // Kept until the file is on disk, so a request in between is served from memory rather than paid again.
   const flights = new Map<string, Promise<Entry | undefined>>();
+  /** Registers this process's flight for `key`, synchronously: a request arriving after it waits for it. */
+  const openFlight = (key: string): Flight => {
+    let settle: (entry: Entry | undefined) => void = () => {};
+    const flight = new Promise<Entry | undefined>((resolve) => {
+      settle = resolve;
+    });
+    flights.set(key, flight);
+    return { flight, settle };
+  };
+  /** Ends a flight that paid nothing: its waiters get `entry`, or look again. */
+  const closeFlight = (key: string, { flight, settle }: Flight, entry: Entry | undefined): void => {
+    settle(entry);
+    if (flights.get(key) === flight) flights.delete(key);
+  };
 
   const served = (
     entry: Entry,
@@ -87,12 +101,8 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
     guildId: string,
     characters: number,
     release: () => Promise<void>,
+    { flight, settle }: Flight,
   ): Promise<GenerateResult> => {
-    let settle: (entry: Entry | undefined) => void = () => {};
-    const flight = new Promise<Entry | undefined>((resolve) => {
-      settle = resolve;
-    });
-    flights.set(key, flight);
     const land = (entry: Entry | undefined): void => {
       settle(entry);
       if (!entry) {
@@ -185,24 +195,31 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
       if (stored.kind === 'corrupt') damaged = true;
       // Another request may have started paying while the disk was read.
       if (flights.has(key)) continue;
-      const release = await disk.claim(key);
-      if (flights.has(key)) {
+      const own = openFlight(key);
+      let release: (() => Promise<void>) | undefined;
+      let landed: DiskLookup;
+      try {
+        release = await disk.claim(key);
+        // A stored entry may have landed between the read and the claim.
+        landed = release ? await disk.get(key) : { kind: 'miss' };
+      } catch (error) {
         await release?.();
-        continue;
+        closeFlight(key, own, undefined);
+        throw error;
       }
       if (!release) {
         // Another process is paying for it: its entry, once stored, is read from disk at the top of the loop.
+        closeFlight(key, own, undefined);
         await waitForClaim(key, signal);
         continue;
       }
-      // A stored entry may have landed between the read and the claim.
-      const landed = await disk.get(key);
       if (landed.kind === 'hit') {
+        closeFlight(key, own, landed.entry);
         await release();
         return served(landed.entry, request, guildId, characters);
       }
       options.onLookup?.(damaged ? 'corrupt' : 'miss');
-      return lead(key, request, signal, guildId, characters, release);
+      return lead(key, request, signal, guildId, characters, release, own);
     }
   };
 
@@ -212,6 +229,12 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
       await abortable(new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS)), signal);
     }
   }
+}
+
+/** One process's generation of a key, which its other requests for the key wait for. */
+interface Flight {
+  readonly flight: Promise<Entry | undefined>;
+  readonly settle: (entry: Entry | undefined) => void;
 }
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
