@@ -307,6 +307,20 @@ export function createGuilds(ctx: Context) {
         gateway.dispatch('GUILD_DELETE', { id: guild.id });
         notify();
       },
+      setAfkChannel: (channel) => {
+        guild.afkChannelId = channel === null ? null : channelOf(channel).id;
+        if (botConnected(guild.id) && guild.botPresent) {
+          gateway.dispatch('GUILD_UPDATE', guildCreatePayload(guild, voiceSessionOf), INTENTS.guilds);
+        }
+        notify();
+      },
+      inviteBot: () => {
+        if (guild.botPresent) return;
+        guild.botPresent = true;
+        if (botConnected(guild.id))
+          gateway.dispatch('GUILD_CREATE', guildCreatePayload(guild, voiceSessionOf));
+        notify();
+      },
       botVoiceChannelId: () => guild.voice.get(botUser.id) ?? null,
       voiceMembers: (channel) => occupants(guild, channel.id),
     };

@@ -116,6 +116,8 @@ export interface GuildState {
   readonly botRoleId: string;
   /** False once the bot was removed from the guild. */
   botPresent: boolean;
+  /** The voice channel Discord moves idle members to (`afk_channel_id`), if the server has one. */
+  afkChannelId?: string | null;
 }
 
 /** The bot's own user, as the emulator presents it. */
@@ -258,7 +260,7 @@ export function guildCreatePayload(
     banner: null,
     description: null,
     owner_id: guild.ownerId,
-    afk_channel_id: null,
+    afk_channel_id: guild.afkChannelId ?? null,
     afk_timeout: 300,
     verification_level: 0,
     default_message_notifications: 0,

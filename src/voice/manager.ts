@@ -27,7 +27,8 @@ export type JoinOutcome =
   | { readonly kind: 'already-here'; readonly session: GuildSession }
   | { readonly kind: 'in-other-channel'; readonly channelId: string }
   | { readonly kind: 'missing-permission'; readonly permission: 'View Channel' | 'Connect' | 'Speak' }
-  | { readonly kind: 'channel-full' };
+  | { readonly kind: 'channel-full' }
+  | { readonly kind: 'afk-channel' };
 
 /** Options of {@link VoiceManager}. */
 export interface VoiceManagerOptions {
@@ -147,6 +148,8 @@ export class VoiceManager {
         ? { kind: 'already-here', session: existing }
         : { kind: 'in-other-channel', channelId: existing.channelId ?? channel.id };
     }
+    // The server's AFK channel is where Discord moves idle members, and where nobody speaks: Herald never joins it.
+    if (channel.guild.afkChannelId === channel.id) return { kind: 'afk-channel' };
     const me = channel.guild.members.me;
     const permissions = me ? channel.permissionsFor(me) : null;
     for (const [flag, permission] of REQUIRED) {

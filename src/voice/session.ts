@@ -9,7 +9,7 @@ import {
   type VoiceConnection,
 } from '@discordjs/voice';
 import { createSpeechResource, STOP_SILENCE_FRAMES, setTrailingSilence } from '../audio/resource.ts';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../discord/member-facing.ts';
 import type { Logger } from '../log.ts';
 import { DEFAULT_TIMEOUTS, type GenerateResult } from '../tts/index.ts';
 import { VoiceLink, type VoiceLinkOptions } from './connection.ts';

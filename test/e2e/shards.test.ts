@@ -48,6 +48,8 @@ let caPath: string;
 const servers: Server[] = [];
 const groups: Spawned[] = [];
 
+/** What an operator sets for the most voices one machine holds (`npm start` runs one process without it). */
+const AUTO = { SHARD_PROCESSES: 'auto' } as const;
 const describePg = 'url' in cluster ? describe : describe.skip;
 if ('skipped' in cluster) {
   describe.skip(`sharded Herald on PostgreSQL — skipped: ${cluster.skipped}`, () => {
@@ -123,7 +125,7 @@ const linesOf = (group: Spawned): Record<string, unknown>[] =>
 const pidOf = (group: Spawned, shard: number): number | undefined =>
   linesOf(group)
     .filter((l) => l.msg === 'shard process started' && l.shard === shard)
-    .map((l) => l.pid as number)
+    .map((l) => l.shardPid as number)
     .at(-1);
 
 /** The ledger as the database (PostgreSQL, or a `sqlite:` file) holds it: each charged row's request id and cost. */
@@ -600,26 +602,27 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
     }
   });
 
-  it.skipIf(defaultShardProcesses({}, machineShape()) === undefined)(
-    'npm start with no SHARD_COUNT runs twice the cores (as the memory holds) as shard processes, and each one speaks',
+  it.skipIf(defaultShardProcesses(AUTO, machineShape()) === undefined)(
+    'npm start with SHARD_PROCESSES=auto runs twice the cores (as the memory holds) as shard processes, and each one speaks',
     async () => {
       const url = await createDatabase((cluster as { url: string }).url);
       tts.balanceUsd = 10;
-      // heraldEnv pins one process; an operator who never heard of shards sets nothing.
+      // heraldEnv pins one process; an operator who wants the most voices this machine holds sets SHARD_PROCESSES=auto.
       const cacheDir = join(dir, 'cache-of-npm-start');
       const group = await startGroup(
         url,
-        { SHARD_COUNT: '', AUDIO_CACHE_MB: '8', AUDIO_CACHE_DIR: cacheDir },
+        { ...AUTO, SHARD_COUNT: '', AUDIO_CACHE_MB: '8', AUDIO_CACHE_DIR: cacheDir },
         INDEX,
       );
       try {
-        const count = defaultShardProcesses({}, machineShape()) ?? 1;
+        const count = defaultShardProcesses(AUTO, machineShape()) ?? 1;
         expect(discord.gatewaySessions().map((s) => s.shard)).toEqual(
           expect.arrayContaining(Array.from({ length: count }, (_, id) => [id, count])),
         );
         expect(discord.gatewaySessions()).toHaveLength(count);
         expect(
-          new Set(linesOf(group).flatMap((l) => (l.msg === 'shard process started' ? [l.pid] : []))).size,
+          new Set(linesOf(group).flatMap((l) => (l.msg === 'shard process started' ? [l.shardPid] : [])))
+            .size,
         ).toBe(count);
         // A server of each shard is answered and heard.
         const speaking = Array.from({ length: count }, (_, shard) =>
@@ -650,16 +653,16 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       }
     },
   );
-  it.skipIf(defaultShardProcesses({}, machineShape()) === undefined)(
-    'npm start as an operator leaves it (SQLite, SHARD_COUNT unset): shard processes on one fresh file hold one floor, and the ledger is the service’s charges',
+  it.skipIf(defaultShardProcesses(AUTO, machineShape()) === undefined)(
+    'npm start with SHARD_PROCESSES=auto on SQLite: shard processes on one fresh file hold one floor, and the ledger is the service’s charges',
     async () => {
       const url = `sqlite:${join(dir, 'npm-start', 'herald.sqlite')}`;
       tts.balanceUsd = 0.555;
       const before = tts.requests.length;
       // A fresh file: every shard process migrates it at the same moment.
-      const group = await startGroup(url, { SHARD_COUNT: '', BUDGET_FLOOR_USD: '0.50' }, INDEX);
+      const group = await startGroup(url, { ...AUTO, SHARD_COUNT: '', BUDGET_FLOOR_USD: '0.50' }, INDEX);
       try {
-        const count = defaultShardProcesses({}, machineShape()) ?? 1;
+        const count = defaultShardProcesses(AUTO, machineShape()) ?? 1;
         expect(discord.gatewaySessions()).toHaveLength(count);
         await expectFloorHeldWithEverybodySpeaking(before);
         await expectLedgerMatchesService(url, before);
