@@ -307,6 +307,15 @@ export function createGuilds(ctx: Context) {
         gateway.dispatch('GUILD_DELETE', { id: guild.id });
         notify();
       },
+      serverMute: (member, muted) => {
+        const who = memberOf(member);
+        guild.serverMuted ??= new Set();
+        if (muted) guild.serverMuted.add(who.id);
+        else guild.serverMuted.delete(who.id);
+        const channelId = guild.voice.get(who.id);
+        if (channelId) dispatchVoiceState(guild, who, channelId);
+        notify();
+      },
       setAfkChannel: (channel) => {
         guild.afkChannelId = channel === null ? null : channelOf(channel).id;
         if (botConnected(guild.id) && guild.botPresent) {

@@ -118,6 +118,8 @@ export interface GuildState {
   botPresent: boolean;
   /** The voice channel Discord moves idle members to (`afk_channel_id`), if the server has one. */
   afkChannelId?: string | null;
+  /** Members a moderator server-muted (their voice state's `mute`). */
+  serverMuted?: Set<string>;
 }
 
 /** The bot's own user, as the emulator presents it. */
@@ -236,7 +238,7 @@ export function voiceStatePayload(
     member: memberPayload(member),
     session_id: sessionId,
     deaf: false,
-    mute: false,
+    mute: guild.serverMuted?.has(member.id) ?? false,
     self_deaf: selfDeaf,
     self_mute: false,
     self_video: false,

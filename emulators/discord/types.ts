@@ -92,6 +92,11 @@ export interface Guild {
   removeBot(): void;
   /** The bot is invited back (after {@link removeBot}): GUILD_CREATE, as for a server it just joined. */
   inviteBot(): void;
+  /**
+   * A moderator server-mutes (or unmutes) a member or the bot (`guild.bot`): its voice state's `mute`, sent as a
+   * VOICE_STATE_UPDATE when it is in a voice channel.
+   */
+  serverMute(member: Member, muted: boolean): void;
   /** The server's AFK channel (a voice channel, or none): GUILD_UPDATE. */
   setAfkChannel(channel: Channel | null): void;
   /** The voice channel the bot sits in, as far as the emulator knows. */

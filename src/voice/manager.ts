@@ -219,6 +219,7 @@ export class VoiceManager {
     if (newState.id === me) {
       if (newState.channelId !== null && newState.channelId !== oldState.channelId)
         this.#leaveIfAlone(newState.guild);
+      if (newState.channelId !== null) this.#onServerMute(newState.guild.id, newState.serverMute === true);
       return;
     }
     if (oldState.channelId === session.channelId || newState.channelId === session.channelId) {
@@ -239,6 +240,24 @@ export class VoiceManager {
       this.#withdrawnAway.delete(this.#withdrawnAway.keys().next().value ?? '');
     }
     return false;
+  }
+
+  /** Herald's own server mute changed: its session waits (paying nothing) or goes on; the channel is told once. */
+  #onServerMute(guildId: string, muted: boolean): void {
+    const entry = this.#sessions.get(guildId);
+    if (!entry || entry.session.muted === muted) return;
+    entry.session.setMuted(muted);
+    if (muted && entry.announce) {
+      entry.announce
+        .send({
+          content:
+            'A moderator server-muted me, so nobody can hear me: I am keeping the queue and spend nothing until I am unmuted.',
+          allowedMentions: { parse: [] },
+        })
+        .catch((error: unknown) =>
+          this.#options.logger.warn('could not say why Herald is quiet', { guild: guildId, err: error }),
+        );
+    }
   }
 
   /** A deleted voice channel ends its session. */
