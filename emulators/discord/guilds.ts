@@ -10,7 +10,6 @@ import {
   type GuildState,
   guildCreatePayload,
   guildSnowflake,
-  guildUpdatePayload,
   INTENTS,
   type MemberState,
   memberPayload,
@@ -142,7 +141,6 @@ export function createGuilds(ctx: Context) {
       members: new Map(),
       voice: new Map(),
       botRoleId,
-      afkChannelId: null,
       botPresent: true,
     };
     state.members.set(botUser.id, {
@@ -304,18 +302,34 @@ export function createGuilds(ctx: Context) {
         gateway.dispatch('CHANNEL_DELETE', channelPayload(state), INTENTS.guilds);
         notify();
       },
-      setAfkChannel: (channel) => {
-        const id = channel ? channelOf(channel).id : null;
-        guild.afkChannelId = id;
-        if (botConnected(guild.id) && guild.botPresent) {
-          gateway.dispatch('GUILD_UPDATE', guildUpdatePayload(guild), INTENTS.guilds);
-        }
-      },
       removeBot: () => {
         disconnectBotVoice(guild);
         guild.voice.delete(botUser.id);
         guild.botPresent = false;
         gateway.dispatch('GUILD_DELETE', { id: guild.id });
+        notify();
+      },
+      serverMute: (member, muted) => {
+        const who = memberOf(member);
+        guild.serverMuted ??= new Set();
+        if (muted) guild.serverMuted.add(who.id);
+        else guild.serverMuted.delete(who.id);
+        const channelId = guild.voice.get(who.id);
+        if (channelId) dispatchVoiceState(guild, who, channelId);
+        notify();
+      },
+      setAfkChannel: (channel) => {
+        guild.afkChannelId = channel === null ? null : channelOf(channel).id;
+        if (botConnected(guild.id) && guild.botPresent) {
+          gateway.dispatch('GUILD_UPDATE', guildCreatePayload(guild, voiceSessionOf), INTENTS.guilds);
+        }
+        notify();
+      },
+      inviteBot: () => {
+        if (guild.botPresent) return;
+        guild.botPresent = true;
+        if (botConnected(guild.id))
+          gateway.dispatch('GUILD_CREATE', guildCreatePayload(guild, voiceSessionOf));
         notify();
       },
       botVoiceChannelId: () => guild.voice.get(botUser.id) ?? null,

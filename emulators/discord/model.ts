@@ -114,10 +114,12 @@ export interface GuildState {
   /** user id → voice channel id, for everyone sitting in a voice channel. */
   readonly voice: Map<string, string>;
   readonly botRoleId: string;
-  /** The guild's AFK voice channel (`afk_channel_id`), where nobody may speak; null when it has none. */
-  afkChannelId: string | null;
   /** False once the bot was removed from the guild. */
   botPresent: boolean;
+  /** The voice channel Discord moves idle members to (`afk_channel_id`), if the server has one. */
+  afkChannelId?: string | null;
+  /** Members a moderator server-muted (their voice state's `mute`). */
+  serverMuted?: Set<string>;
 }
 
 /** The bot's own user, as the emulator presents it. */
@@ -236,33 +238,13 @@ export function voiceStatePayload(
     member: memberPayload(member),
     session_id: sessionId,
     deaf: false,
-    mute: false,
+    mute: guild.serverMuted?.has(member.id) ?? false,
     self_deaf: selfDeaf,
     self_mute: false,
     self_video: false,
     suppress: false,
     request_to_speak_timestamp: null,
   };
-}
-
-/** The GUILD_UPDATE payload of `guild`: the guild object without GUILD_CREATE's extra fields, as on Discord. */
-export function guildUpdatePayload(guild: GuildState): object {
-  const {
-    joined_at: _joined,
-    large: _large,
-    unavailable: _unavailable,
-    member_count: _count,
-    members: _members,
-    channels: _channels,
-    voice_states: _voice,
-    threads: _threads,
-    presences: _presences,
-    stage_instances: _stages,
-    guild_scheduled_events: _events,
-    soundboard_sounds: _sounds,
-    ...guildObject
-  } = guildCreatePayload(guild, () => '') as Record<string, unknown>;
-  return guildObject;
 }
 
 /** The GUILD_CREATE payload of `guild`, as the bot sees it. */
@@ -280,7 +262,7 @@ export function guildCreatePayload(
     banner: null,
     description: null,
     owner_id: guild.ownerId,
-    afk_channel_id: guild.afkChannelId,
+    afk_channel_id: guild.afkChannelId ?? null,
     afk_timeout: 300,
     verification_level: 0,
     default_message_notifications: 0,

@@ -1,4 +1,5 @@
 import { PermissionFlagsBits } from 'discord.js';
+import { uploadRefusal } from './attachments.ts';
 import type { Interactions } from './interactions.ts';
 import type { Messages } from './messages.ts';
 import { channelPayload, channelPermissions, memberPayload, snowflake, userPayload } from './model.ts';
@@ -31,6 +32,8 @@ export function createRoutes(ctx: Context, m: Messages, i: Interactions, urls: G
     const perms = channelPermissions(found.guild, botMember(found.guild), found.channel);
     const needed = PermissionFlagsBits.ViewChannel | PermissionFlagsBits.SendMessages;
     if ((perms & needed) !== needed) return apiError(403, 50013, 'Missing Permissions');
+    const refused = uploadRefusal((call.body ?? {}) as Record<string, unknown>, perms);
+    if (refused) return refused;
     const message = newBotMessage(
       found.guild,
       channelId,

@@ -223,10 +223,20 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   return { manager, count, ids, ops, stop };
 }
 
+/**
+ * The manager's logger: its lines say `"process":"manager"`, and those about one shard add `"shard":N`, so each key
+ * has one meaning (`"shard"` is a shard id in every process's lines) and no line carries a key twice.
+ */
+export function managerLogger(logger: Logger): Logger {
+  return logger.child({ process: 'manager' });
+}
+
 /** Logs a shard's life: started, ready, died (and so respawned) or stopped, and its errors. */
-function watchShard(shard: Shard, logger: Logger, stopping: () => boolean): void {
+export function watchShard(shard: Pick<Shard, 'id' | 'on'>, logger: Logger, stopping: () => boolean): void {
   const log = logger.child({ shard: shard.id });
-  shard.on('spawn', (child) => log.info('shard process started', { pid: (child as { pid?: number }).pid }));
+  shard.on('spawn', (child) =>
+    log.info('shard process started', { shardPid: (child as { pid?: number }).pid }),
+  );
   shard.on('ready', () => log.info('shard ready'));
   shard.on('death', (child) => {
     const exit = child as { exitCode?: number | null; signalCode?: string | null };

@@ -7,7 +7,6 @@ import {
 } from 'discord.js';
 import type { Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
-import { type FloorRefusal, floorRefusal } from './floor.ts';
 import type { JoinQueue } from './join-queue.ts';
 import { createSynthesisPacing, type SynthesisPacing } from './pacing.ts';
 import {
@@ -29,7 +28,7 @@ export type JoinOutcome =
   | { readonly kind: 'in-other-channel'; readonly channelId: string }
   | { readonly kind: 'missing-permission'; readonly permission: 'View Channel' | 'Connect' | 'Speak' }
   | { readonly kind: 'channel-full' }
-  | FloorRefusal;
+  | { readonly kind: 'afk-channel' };
 
 /** Options of {@link VoiceManager}. */
 export interface VoiceManagerOptions {
@@ -152,8 +151,8 @@ export class VoiceManager {
         ? { kind: 'already-here', session: existing }
         : { kind: 'in-other-channel', channelId: existing.channelId ?? channel.id };
     }
-    const refused = floorRefusal(channel);
-    if (refused) return refused;
+    // The server's AFK channel is where Discord moves idle members, and where nobody speaks: Herald never joins it.
+    if (channel.guild.afkChannelId === channel.id) return { kind: 'afk-channel' };
     const me = channel.guild.members.me;
     const permissions = me ? channel.permissionsFor(me) : null;
     for (const [flag, permission] of REQUIRED) {
@@ -223,6 +222,7 @@ export class VoiceManager {
     if (newState.id === me) {
       if (newState.channelId !== null && newState.channelId !== oldState.channelId)
         this.#leaveIfAlone(newState.guild);
+      if (newState.channelId !== null) this.#onServerMute(newState.guild.id, newState.serverMute === true);
       return;
     }
     if (oldState.channelId === session.channelId || newState.channelId === session.channelId) {
@@ -243,6 +243,24 @@ export class VoiceManager {
       this.#withdrawnAway.delete(this.#withdrawnAway.keys().next().value ?? '');
     }
     return false;
+  }
+
+  /** Herald's own server mute changed: its session waits (paying nothing) or goes on; the channel is told once. */
+  #onServerMute(guildId: string, muted: boolean): void {
+    const entry = this.#sessions.get(guildId);
+    if (!entry || entry.session.muted === muted) return;
+    entry.session.setMuted(muted);
+    if (muted && entry.announce) {
+      entry.announce
+        .send({
+          content:
+            'A moderator server-muted me, so nobody can hear me: I am keeping the queue and spend nothing until I am unmuted.',
+          allowedMentions: { parse: [] },
+        })
+        .catch((error: unknown) =>
+          this.#options.logger.warn('could not say why Herald is quiet', { guild: guildId, err: error }),
+        );
+    }
   }
 
   /** A deleted voice channel ends its session. */

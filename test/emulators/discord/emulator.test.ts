@@ -33,7 +33,6 @@ const guildWith = (memberRolePerms: bigint): { guild: GuildState; member: Member
     ]),
     voice: new Map(),
     botRoleId: 'botrole',
-    afkChannelId: null,
     botPresent: true,
   };
   return { guild, member, bot };
