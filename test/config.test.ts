@@ -17,7 +17,6 @@ describe('parseConfig', () => {
       SHARDING_MANAGER: 'true',
       SHARDS: '1',
       SHARD_COUNT: '4',
-      HERALD_SHARD_PROCESSES: '4',
       AUDIO_CACHE_MB: '256',
     });
     expect(shard.ok && shard.value.cache).toMatchObject({
