@@ -1,24 +1,16 @@
 import {
-  ActionRowBuilder,
-  ButtonBuilder,
   type ButtonInteraction,
-  ButtonStyle,
   InteractionContextType,
-  MessageFlags,
   PermissionFlagsBits,
   SlashCommandBuilder,
 } from 'discord.js';
-import type { Command, Deps } from '../src/command.ts';
-import { pageLines } from '../src/pages.ts';
-import { NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
-
-const NAME = 'block';
-/** Members per page of `/block list` at most. */
-const PAGE_SIZE = 40;
+import type { Command, Deps } from '../src/discord/command.ts';
+import { pageButtons, paginate } from '../src/discord/pages.ts';
+import { NO_MENTIONS, respondEphemeral } from '../src/discord/replies.ts';
 
 export const block = {
   data: new SlashCommandBuilder()
-    .setName(NAME)
+    .setName('block')
     .setDescription('Stop Herald speaking for a member in this server.')
     .setContexts(InteractionContextType.Guild)
     .setDefaultMemberPermissions(PermissionFlagsBits.ManageGuild)
@@ -36,9 +28,8 @@ export const block = {
       return respondEphemeral(interaction, '/block needs the Manage Server permission.');
     }
     if (interaction.options.getSubcommand(true) === 'list') {
-      const list = await renderList(deps, interaction.guildId, 0);
-      await interaction.reply({ ...list, flags: MessageFlags.Ephemeral });
-      return;
+      const { content, components } = await renderList(deps, interaction.guildId, 0);
+      return respondEphemeral(interaction, content, { components });
     }
     const user = interaction.options.getUser('user', true);
     const changed = await deps.members.setBlocked(interaction.guildId, user.id, true);
@@ -51,43 +42,32 @@ export const block = {
   },
 
   async button(interaction: ButtonInteraction<'cached'>, deps: Deps) {
-    // Custom id: block:<page>.
+    // Custom id: block:<page>. Paging shows the list to whoever holds it; /block list asked for Manage Server.
     const page = Number.parseInt(interaction.customId.split(':')[1] ?? '0', 10) || 0;
-    await interaction.update(await renderList(deps, interaction.guildId, page));
+    await interaction.update({
+      ...(await renderList(deps, interaction.guildId, page)),
+      allowedMentions: NO_MENTIONS,
+    });
   },
 } satisfies Command;
 
+/** Blocked members per page: mentions are about 25 characters, so 40 fit a message whatever their ids. */
+const PAGE_SIZE = 40;
+
+/** One page of the block list, with buttons when there are several. */
 async function renderList(deps: Deps, guildId: string, requestedPage: number) {
   const blocked = await deps.members.blockedMembers(guildId);
-  const paged = pageLines(
+  const pages = paginate(
     blocked.map((id) => `• <@${id}>`),
-    PAGE_SIZE,
+    { maxLines: PAGE_SIZE, reserve: 100 },
   );
-  const pages = paged.length;
-  const page = Math.min(Math.max(requestedPage, 0), pages - 1);
+  const page = Math.min(Math.max(requestedPage, 0), pages.length - 1);
   const content =
     blocked.length === 0
       ? 'Nobody is blocked in this server.'
       : [
-          `**Blocked members** · page ${page + 1} of ${pages} · ${blocked.length} in all · /unblock lifts it`,
-          ...(paged[page] ?? []),
+          `**Blocked** · page ${page + 1} of ${pages.length} · ${blocked.length} member${blocked.length === 1 ? '' : 's'} · /unblock lifts it`,
+          ...(pages[page] ?? []),
         ].join('\n');
-  const components =
-    pages > 1
-      ? [
-          new ActionRowBuilder<ButtonBuilder>().addComponents(
-            new ButtonBuilder()
-              .setCustomId(`${NAME}:${page - 1}`)
-              .setLabel('Previous')
-              .setStyle(ButtonStyle.Secondary)
-              .setDisabled(page === 0),
-            new ButtonBuilder()
-              .setCustomId(`${NAME}:${page + 1}`)
-              .setLabel('Next')
-              .setStyle(ButtonStyle.Secondary)
-              .setDisabled(page >= pages - 1),
-          ),
-        ]
-      : [];
-  return { content, components, allowedMentions: NO_MENTIONS };
+  return { content, components: pageButtons('block', page, pages.length) };
 }

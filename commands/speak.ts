@@ -1,12 +1,16 @@
-import { InteractionContextType, MessageFlags, SlashCommandBuilder } from 'discord.js';
+import { type ChatInputCommandInteraction, InteractionContextType, SlashCommandBuilder } from 'discord.js';
 import { describeRefusal } from '../src/budget/index.ts';
-import type { Command } from '../src/command.ts';
-import { formatCount } from '../src/numbers.ts';
-import { acknowledgeEphemeral, describeFailure, NO_MENTIONS } from '../src/replies.ts';
-import { resolveSpeaker } from '../src/speakers.ts';
+import type { Command, Deps } from '../src/discord/command.ts';
+import { formatCount } from '../src/discord/member-facing.ts';
+import { acknowledgeEphemeral } from '../src/discord/replies.ts';
+import { resolveSpeaker } from '../src/members/speakers.ts';
 import { compilePronunciations, normaliseSpeech } from '../src/text/normalise.ts';
 import { countCharacters, MAX_TEXT_CHARACTERS } from '../src/tts/index.ts';
-import { describeJoinRefusal, describeQueueFull, speakerAutocomplete } from './shared.ts';
+import { sendVoiceMessage, USER_INSTALL_LEDGER_ID, userInstallRefusal } from '../src/voice-message/index.ts';
+import { BLOCKED, sayInVoice, speakerAutocomplete } from './shared.ts';
+
+/** The option that sends the speech as a voice message in the channel instead of saying it in voice. */
+const VOICE_MESSAGE_OPTION = 'voice-message';
 
 export const speak = {
   data: new SlashCommandBuilder()
@@ -16,6 +20,11 @@ export const speak = {
     .addStringOption((option) => option.setName('text').setDescription('What to say').setRequired(true))
     .addStringOption((option) =>
       option.setName('speaker').setDescription('A voice for this message (name or id)').setAutocomplete(true),
+    )
+    .addBooleanOption((option) =>
+      option
+        .setName(VOICE_MESSAGE_OPTION)
+        .setDescription('Send it here as a voice message instead of saying it in your voice channel'),
     ),
 
   async execute(interaction, deps) {
@@ -31,14 +40,17 @@ export const speak = {
       pronunciations: compilePronunciations(dictionary),
     });
     const characters = countCharacters(text.trim());
-    if (characters === 0) return reply('There is nothing to say: the text is empty.');
-    if (characters > MAX_TEXT_CHARACTERS) {
-      return reply(
-        `That text is ${formatCount(characters)} characters; the limit is ${formatCount(MAX_TEXT_CHARACTERS)}.`,
-      );
+    const tooLong = lengthRefusal(characters);
+    if (tooLong !== undefined) return reply(tooLong);
+    if (interaction.options.getBoolean(VOICE_MESSAGE_OPTION) === true) {
+      return asVoiceMessage(interaction, deps, { text, ledgerId: interaction.guildId, reply });
     }
     const channel = interaction.member.voice.channel;
-    if (!channel) return reply('Join a voice channel first, then use /speak.');
+    if (!channel) {
+      return reply(
+        `Join a voice channel first, then use /speak; or send it here as a voice message with ${VOICE_MESSAGE_OPTION}:True.`,
+      );
+    }
     // Counted on the text as sent, as the guard counts it again when the utterance is synthesised; what is
     // already queued counts too, so a member cannot queue past the limits and be refused later.
     const verdict = await deps.budget.check(
@@ -62,55 +74,80 @@ export const speak = {
         break;
     }
 
-    const outcome = deps.voice.join(channel, interaction.channel ?? undefined);
-    if (outcome.kind !== 'joined' && outcome.kind !== 'already-here') {
-      return reply(describeJoinRefusal(outcome));
-    }
-    let acknowledged: Promise<void> = new Promise(() => {});
-    const queued = outcome.session.enqueue({
+    return sayInVoice(interaction, deps, {
+      channel,
       text,
       speaker: choice.speaker,
-      requestedBy: { id: interaction.user.id, name: interaction.member.displayName },
-      onFailure: (error) => {
-        const message = `I could not say “${preview(text)}”: ${describeFailure(error, deps.logger)}`;
-        // A failure can come back before the reply below is sent; a follow-up needs that reply first.
-        acknowledged
-          .then(() =>
-            interaction.followUp({
-              content: message,
-              flags: MessageFlags.Ephemeral,
-              allowedMentions: NO_MENTIONS,
-            }),
-          )
-          .catch((followUpError: unknown) =>
-            deps.logger.warn('could not report a failed utterance', { err: followUpError }),
-          );
-      },
+      characters,
+      reply,
     });
-    if (queued.kind === 'queue-full') return reply(describeQueueFull(queued));
-    const cost = deps.estimateCostUsd(characters);
-    // A join held back by Discord's gateway rate or a burst of joins: say how long, rather than "now" and a
-    // failure later.
-    const joinWaitS = Math.ceil(outcome.session.joinWaitMs() / 1000);
-    const parts = [
-      joinWaitS > 0
-        ? `Joining your channel, about ${joinWaitS} s (Discord paces joins), then speaking as ${choice.speaker.name}`
-        : queued.ahead === 0
-          ? `Speaking now as ${choice.speaker.name}`
-          : `Queued at position ${queued.ahead + 1} as ${choice.speaker.name}`,
-      `${formatCount(characters)} characters`,
-      ...(cost === undefined ? [] : [`about $${cost.toFixed(4)}`]),
-    ];
-    acknowledged = reply(`${parts.join(' · ')}.`);
-    return acknowledged;
   },
 
   autocomplete: speakerAutocomplete,
+
+  // Installed to the member's account only (a DM, a server Herald is not in): a voice message, counted against
+  // the member's daily allowance; no server, so no dictionary nor block list.
+  async executeUserInstall(interaction, deps) {
+    const reply = acknowledgeEphemeral(interaction, deps.logger);
+    const text = interaction.options.getString('text', true);
+    const tooLong = lengthRefusal(countCharacters(text.trim()));
+    if (tooLong !== undefined) return reply(tooLong);
+    return asVoiceMessage(interaction, deps, {
+      text,
+      ledgerId: USER_INSTALL_LEDGER_ID,
+      reply,
+      admit: () =>
+        userInstallRefusal(deps.budget, deps.userInstall, interaction.user.id, countCharacters(text)),
+    });
+  },
 } satisfies Command;
 
-const BLOCKED = 'An admin of this server has blocked you from having Herald speak for you here.';
+/** The sentence for a text /speak refuses by its length; undefined when it may be said. */
+function lengthRefusal(characters: number): string | undefined {
+  if (characters === 0) return 'There is nothing to say: the text is empty.';
+  if (characters > MAX_TEXT_CHARACTERS) {
+    return `That text is ${formatCount(characters)} characters; the limit is ${formatCount(MAX_TEXT_CHARACTERS)}.`;
+  }
+  return undefined;
+}
 
-function preview(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > 60 ? `${flat.slice(0, 57)}…` : flat;
+/** `/speak voice-message:True`: the member's voice (or the option's), posted as a voice message where asked. */
+async function asVoiceMessage(
+  interaction: ChatInputCommandInteraction,
+  deps: Deps,
+  o: {
+    readonly text: string;
+    readonly ledgerId: string;
+    readonly reply: (content: string) => Promise<void>;
+    readonly admit?: () => Promise<string | undefined>;
+  },
+): Promise<void> {
+  const choice = await resolveSpeaker(
+    deps,
+    o.ledgerId,
+    interaction.user.id,
+    interaction.options.getString('speaker') ?? undefined,
+  );
+  switch (choice.kind) {
+    case 'unknown-option':
+      return o.reply(`There is no voice called “${choice.option}”. See /voices.`);
+    case 'no-speakers':
+      return o.reply('The speech service lists no voices right now.');
+    case 'chosen':
+      break;
+  }
+  const name = interaction.inCachedGuild() ? interaction.member.displayName : interaction.user.displayName;
+  return sendVoiceMessage(interaction, deps, {
+    request: {
+      text: o.text,
+      speaker: choice.speaker,
+      requestedBy: { id: interaction.user.id, name },
+      // Nothing is queued: a failure is the answer's edit, told by sendVoiceMessage.
+      onFailure: () => {},
+    },
+    ledgerId: o.ledgerId,
+    characters: countCharacters(o.text),
+    acknowledge: o.reply,
+    ...(o.admit ? { admit: o.admit } : {}),
+  });
 }

@@ -3,15 +3,17 @@
  * text channel (members' messages, slash commands with Herald's answers, Herald's own posts).
  */
 import { PermissionFlagsBits } from 'discord.js';
-import type {
-  Channel,
-  DiscordEmulator,
-  Guild,
-  Json,
-  Member,
-  Reply,
-  SentMessage,
+import {
+  type Channel,
+  type DiscordEmulator,
+  type Guild,
+  IS_VOICE_MESSAGE,
+  type Json,
+  type Member,
+  type Reply,
+  type SentMessage,
 } from '../emulators/discord/index.ts';
+import { DEFAULT_BOT_PERMISSIONS } from '../emulators/discord/model.ts';
 
 /** The server every sandbox starts with. */
 export interface SandboxGuild {
@@ -37,6 +39,8 @@ export function createSandboxGuild(discord: DiscordEmulator): SandboxGuild {
   const away = guild.addMember({ name: 'Cleo Away' });
   guild.joinVoice(admin, lounge);
   guild.joinVoice(member, lounge);
+  // Invited as the README asks: with Send Voice Messages too, so `/speak voice-message:True` works here.
+  guild.setBotPermissions(DEFAULT_BOT_PERMISSIONS | PermissionFlagsBits.SendVoiceMessages);
   return {
     guild,
     general,
@@ -72,6 +76,28 @@ export interface PageMessage {
   readonly command: { readonly by: string; readonly line: string } | undefined;
   /** Herald has not answered yet (or deferred and is thinking). */
   readonly pending: boolean;
+  /** A voice message: its Ogg Opus as a data URL, its length and waveform (0–255 a point), as Discord shows it. */
+  readonly voice?: PageVoiceMessage;
+}
+
+/** A voice message as the page draws (and plays) it. */
+export interface PageVoiceMessage {
+  readonly src: string;
+  readonly durationSecs: number;
+  readonly waveform: readonly number[];
+}
+
+/** The voice message a message is, if it is one. */
+function voiceOf(message: SentMessage): { voice?: PageVoiceMessage } {
+  const file = message.files[0];
+  if ((message.flags & IS_VOICE_MESSAGE) === 0 || !file) return {};
+  return {
+    voice: {
+      src: `data:${file.contentType};base64,${file.data.toString('base64')}`,
+      durationSecs: file.durationSecs ?? 0,
+      waveform: [...Buffer.from(file.waveform ?? '', 'base64')],
+    },
+  };
 }
 
 type Entry =
@@ -133,6 +159,7 @@ export function createTimelines(
     onlyFor: reply.ephemeral ? by : undefined,
     command: undefined,
     pending: false,
+    ...voiceOf(reply.message),
   });
 
   return {
@@ -229,6 +256,7 @@ export function createTimelines(
               onlyFor: undefined,
               command: undefined,
               pending: false,
+              ...voiceOf(message),
             },
           ];
         }

@@ -2,8 +2,9 @@
 import 'dotenv/config';
 import { parseArgs } from 'node:util';
 import { REST, Routes } from 'discord.js';
-import { commands } from '../commands/index.ts';
-import { isSnowflake } from '../src/snowflake.ts';
+import { commandBodies } from '../commands/index.ts';
+import { isSnowflake } from '../src/discord/snowflake.ts';
+import { parseUserInstallConfig } from '../src/voice-message/index.ts';
 
 const token = process.env.DISCORD_TOKEN?.trim();
 const applicationId = process.env.DISCORD_APPLICATION_ID?.trim();
@@ -20,21 +21,27 @@ try {
   problems.push(`${(error as Error).message} Use --guild <server id>, or nothing to register globally.`);
 }
 if (!token) problems.push('DISCORD_TOKEN is missing.');
+// USER_INSTALL=on also offers /speak to members who install Herald to their account (voice messages).
+const userInstall = parseUserInstallConfig(process.env);
+if (!userInstall.ok) problems.push(...userInstall.problems);
 if (!(applicationId && isSnowflake(applicationId)))
   problems.push('DISCORD_APPLICATION_ID must be a numeric id.');
-if (problems.length > 0 || !token || !applicationId) {
+if (problems.length > 0 || !token || !applicationId || !userInstall.ok) {
   console.error(`Cannot register commands:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   process.exit(1);
 }
 
 const rest = new REST(restUrl ? { api: restUrl } : {}).setToken(token);
-const body = commands.map((command) => command.data.toJSON());
+const body = commandBodies({ userInstall: userInstall.value.enabled });
 try {
   const route = guildId
     ? Routes.applicationGuildCommands(applicationId, guildId)
     : Routes.applicationCommands(applicationId);
   const saved = (await rest.put(route, { body })) as unknown[];
-  console.log(`Registered ${saved.length} commands ${guildId ? `in server ${guildId}` : 'globally'}.`);
+  const installs = userInstall.value.enabled ? ', for servers and user installs' : '';
+  console.log(
+    `Registered ${saved.length} commands ${guildId ? `in server ${guildId}` : 'globally'}${installs}.`,
+  );
 } catch (error) {
   // discord.js REST errors carry the status and Discord's message, never the token.
   console.error(`Registering commands failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -2,7 +2,7 @@
 // Reads the same environment (and .env) as `npm start`; CACHE_DIR is checked when set. Exit code 1 when something
 // blocks speaking.
 import 'dotenv/config';
-import { commands } from '../commands/index.ts';
+import { commandBodies } from '../commands/index.ts';
 import { parseConfig } from '../src/config.ts';
 import { blocksSpeaking, doctorLogin, formatDoctorReport, runDoctor } from '../src/ops/index.ts';
 import { defaultShardProcesses } from '../src/shard/config.ts';
@@ -21,7 +21,7 @@ const tts = createTtsClient({ ...config.tts, retry: { maxRetries: 1 } });
 try {
   const checks = await runDoctor({
     config,
-    commands: commands.map((command) => command.data.toJSON()),
+    commands: commandBodies({ userInstall: config.userInstall.enabled }),
     tts,
     login: () => doctorLogin(config),
     // The folder the audio cache really uses (AUDIO_CACHE_DIR, or beside the database), unless it is turned off.

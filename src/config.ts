@@ -1,11 +1,13 @@
 import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
 import { type CacheConfig, parseCacheConfig } from './cache/index.ts';
+import { isSnowflake } from './discord/snowflake.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { type PrivacyConfig, parsePrivacyConfig } from './privacy/index.ts';
 import { parseShardConfig, type ShardConfig } from './shard/config.ts';
-import { isSnowflake } from './snowflake.ts';
 import type { DatabaseConfig } from './storage/open.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
 import { DEFAULT_FRAMES_PER_PACKET } from './voice/session.ts';
+import { parseUserInstallConfig, type UserInstallConfig } from './voice-message/index.ts';
 
 /** The silence between two queued utterances when none is configured: a breath, so messages stay apart. */
 export const DEFAULT_UTTERANCE_PAUSE_MS = 120;
@@ -48,6 +50,10 @@ export interface Config {
   };
   /** `SHARD_COUNT` and `SHARD_IDS` (or the shard the ShardingManager spawned this process for); one shard by default. */
   readonly shards: ShardConfig;
+  /** `USER_INSTALL` and `USER_INSTALL_CHARS_PER_DAY`: voice messages from Herald installed to a member's account. */
+  readonly userInstall: UserInstallConfig;
+  /** `DATA_RETENTION_DAYS`: how long a server's data outlives Herald's removal from it. */
+  readonly privacy: PrivacyConfig;
 }
 
 /** The environment as read: every value a string or absent. */
@@ -89,18 +95,19 @@ export function parseConfig(env: Env): ConfigResult {
   const shards = parseShardConfig(env);
   if (!shards.ok) problems.push(...shards.problems);
 
+  const userInstall = parseUserInstallConfig(env);
+  if (!userInstall.ok) problems.push(...userInstall.problems);
+
+  const privacy = parsePrivacyConfig(env);
+  if (!privacy.ok) problems.push(...privacy.problems);
+
   const database = parseDatabaseUrl(
     value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite',
     value('DATABASE_POOL_SIZE'),
     problems,
   );
 
-  const managed = shards.ok && shards.value.managed ? shards.value : undefined;
-  const cache = parseCacheConfig(
-    env,
-    database.kind === 'sqlite' ? database.path : '',
-    managed ? { id: managed.ids?.[0] ?? 0, of: managed.processesHere ?? 1 } : undefined,
-  );
+  const cache = parseCacheConfig(env, database.kind === 'sqlite' ? database.path : '');
   if (!cache.ok) problems.push(...cache.problems);
 
   const logLevel = (value('LOG_LEVEL') ?? 'info').toLowerCase();
@@ -148,6 +155,8 @@ export function parseConfig(env: Env): ConfigResult {
     !budget.ok ||
     !cache.ok ||
     !shards.ok ||
+    !userInstall.ok ||
+    !privacy.ok ||
     token === undefined ||
     applicationId === undefined ||
     !isLogLevel(logLevel)
@@ -169,6 +178,8 @@ export function parseConfig(env: Env): ConfigResult {
       queueLimits: { perServer, perMember },
       ops: { port: metricsPort, host: value('METRICS_HOST') ?? '127.0.0.1', token: metricsToken },
       shards: shards.value,
+      userInstall: userInstall.value,
+      privacy: privacy.value,
     },
   };
 }

@@ -4,7 +4,8 @@
  * `startDiscordEmulator`). Facts it rests on: /work/shared/discord-protocol.md and dave-facts.md.
  *
  * This file is the one door; the parts, by protocol: `rest.ts` + `routes.ts` (REST), `gateway.ts` (gateway v10),
- * `interactions.ts` + `messages.ts` (what the bot answers), `guilds.ts` + `model.ts` + `state.ts` (the world and
+ * `interactions.ts` + `messages.ts` (what the bot answers), `attachments.ts` (uploads and voice messages),
+ * `app-commands.ts` (message commands, user-installed interactions), `guilds.ts` + `model.ts` + `state.ts` (the world and
  * voice states), `voice.ts` + `rtp.ts` (voice gateway and UDP media), `dave-*.ts` (DAVE: MLS bytes, the
  * gateway-side group, the davey listeners), `capture.ts` (what members heard).
  *
@@ -21,6 +22,7 @@
  * - A slash command that was never registered is still delivered (with a made-up id), so tests need not register.
  */
 import { PermissionFlagsBits } from 'discord.js';
+import { createAppCommands } from './app-commands.ts';
 import { createDaveMedia } from './dave-media.ts';
 import { createGateway } from './gateway.ts';
 import { createGuilds, type Guilds } from './guilds.ts';
@@ -34,6 +36,9 @@ import { trustedTestCertificate } from './tls.ts';
 import { APPLICATION_FLAGS, type DiscordEmulator, type DiscordEmulatorOptions } from './types.ts';
 import { createVoiceServer } from './voice.ts';
 
+export type { UserInstalledSlashOptions, UserInstallPlace } from './app-commands.ts';
+export type { StoredFile } from './attachments.ts';
+export { IS_VOICE_MESSAGE } from './attachments.ts';
 export type { Heard, Hearing, VoiceCapture } from './capture.ts';
 export { describeHearing, hear, hearingOf, intervalStats, silenceInsideWords } from './capture.ts';
 export type { DaveEvent } from './dave-protocol.ts';
@@ -165,10 +170,11 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     maxConcurrency: o.maxConcurrency ?? 1,
   });
   const { createGuild } = guildOps;
+  const appCommands = createAppCommands(ctx, messageOps, interactionOps);
 
   const server = await createRestServer({
     token,
-    routes,
+    routes: [...routes, ...appCommands.routes],
     record: (call) => {
       rest.push(call);
     },
@@ -254,6 +260,9 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       gateway.dispatch('INTERACTION_CREATE', payload);
       return waitFor(`choices for ${focused}`, interactionResponseMs, () => record.choices);
     },
+    messageCommand: appCommands.messageCommand,
+    userInstalledSlash: appCommands.userInstalledSlash,
+    userInstalledAutocomplete: appCommands.userInstalledAutocomplete,
     press: (member, message, customId, s = {}) => {
       const source = messages.get(message.id);
       if (!source || source.deleted) throw new Error(`discord emulator: message ${message.id} is gone`);
@@ -296,40 +305,39 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
       // Without the MESSAGE_CONTENT intent Discord blanks content, embeds and attachments, unless the bot is mentioned.
       const readable = (gateway.intents(guild.id) & INTENTS.messageContent) !== 0 || mentionsBot;
       const authorUser = { ...userPayload(author), bot: s.bot ?? author.bot };
-      gateway.dispatch(
-        'MESSAGE_CREATE',
-        {
-          id: message.id,
-          channel_id: state.id,
-          guild_id: guild.id,
-          author: s.webhook ? { ...authorUser, bot: true, discriminator: '0000' } : authorUser,
-          ...(s.webhook ? { webhook_id: snowflake() } : { member: memberPayload(author, false) }),
-          content: readable ? content : '',
-          timestamp: message.timestamp,
-          edited_timestamp: null,
-          tts: false,
-          mention_everyone: false,
-          mentions: mentions.map((m) => ({ ...userPayload(m), member: memberPayload(m, false) })),
-          mention_roles: [],
-          attachments: readable
-            ? (s.attachments ?? []).map((a, i) => ({
-                id: `${message.id}${i}`,
-                filename: a.filename,
-                content_type: a.content_type,
-                size: 1024,
-                url: `https://cdn.invalid/${a.filename}`,
-                proxy_url: `https://cdn.invalid/${a.filename}`,
-              }))
-            : [],
-          embeds: [],
-          components: [],
-          sticker_items: (s.stickers ?? []).map((st) => ({ id: st.id, name: st.name, format_type: 1 })),
-          pinned: false,
-          type: 0,
-          flags: message.flags,
-        },
-        INTENTS.guildMessages,
-      );
+      const payload = {
+        id: message.id,
+        channel_id: state.id,
+        guild_id: guild.id,
+        author: s.webhook ? { ...authorUser, bot: true, discriminator: '0000' } : authorUser,
+        ...(s.webhook ? { webhook_id: snowflake() } : { member: memberPayload(author, false) }),
+        content: readable ? content : '',
+        timestamp: message.timestamp,
+        edited_timestamp: null,
+        tts: false,
+        mention_everyone: false,
+        mentions: mentions.map((m) => ({ ...userPayload(m), member: memberPayload(m, false) })),
+        mention_roles: [],
+        attachments: readable
+          ? (s.attachments ?? []).map((a, i) => ({
+              id: `${message.id}${i}`,
+              filename: a.filename,
+              content_type: a.content_type,
+              size: 1024,
+              url: `https://cdn.invalid/${a.filename}`,
+              proxy_url: `https://cdn.invalid/${a.filename}`,
+            }))
+          : [],
+        embeds: [],
+        components: [],
+        sticker_items: (s.stickers ?? []).map((st) => ({ id: st.id, name: st.name, format_type: 1 })),
+        pinned: false,
+        type: 0,
+        flags: message.flags,
+      };
+      // A message command on it resolves it as dispatched (with its content whatever the intents).
+      appCommands.remember({ ...payload, content });
+      gateway.dispatch('MESSAGE_CREATE', payload, INTENTS.guildMessages);
       return snapshot(message);
     },
     deleteMessage: (message) => {

@@ -1,3 +1,5 @@
+import { uploadRefusal } from './attachments.ts';
+import { choicesRefusal } from './limits.ts';
 import type { Messages } from './messages.ts';
 import {
   type ChannelState,
@@ -82,6 +84,12 @@ export function createInteractions(ctx: Context, m: Messages) {
     if (record.acknowledged) return apiError(400, 40060, 'Interaction has already been acknowledged.');
     const body = (call.body ?? {}) as { type?: number; data?: Record<string, unknown> };
     const data = body.data ?? {};
+    // A multipart callback carries its files beside payload_json's `data`.
+    if (Array.isArray((call.body as { files?: unknown })?.files)) {
+      data.files = (call.body as { files: unknown[] }).files;
+    }
+    const refused = uploadRefusal(data, record.appPermissions);
+    if (refused) return refused;
     record.acknowledged = true;
     let resource: MessageRecord | undefined;
     switch (body.type) {
@@ -117,10 +125,16 @@ export function createInteractions(ctx: Context, m: Messages) {
         }
         break;
       }
-      case CALLBACK.autocomplete:
+      case CALLBACK.autocomplete: {
+        const overLimit = choicesRefusal(data);
+        if (overLimit) {
+          record.acknowledged = false;
+          return overLimit;
+        }
         record.choices = (Array.isArray(data.choices) ? data.choices : []) as InteractionRecord['choices'];
         notify();
         break;
+      }
       case CALLBACK.modal:
         notify();
         break;
@@ -156,6 +170,8 @@ export function createInteractions(ctx: Context, m: Messages) {
     const message = webhookMessage(record, messageId);
     if (!message) return apiError(404, 10008, 'Unknown Message');
     const body = (call.body ?? {}) as Record<string, unknown>;
+    const refused = uploadRefusal(body, record.appPermissions);
+    if (refused) return refused;
     applyBody(message, body);
     // The loading flag goes once the deferred response is filled in.
     message.flags &= ~128;
@@ -169,6 +185,8 @@ export function createInteractions(ctx: Context, m: Messages) {
     const record = interactionFor(token_);
     if ('status' in record) return record;
     if (!record.acknowledged) return apiError(404, 10015, 'Unknown Webhook');
+    const refused = uploadRefusal((call.body ?? {}) as Record<string, unknown>, record.appPermissions);
+    if (refused) return refused;
     const message = newBotMessage(
       record.guild,
       record.channel.id,
@@ -246,6 +264,7 @@ export function createInteractions(ctx: Context, m: Messages) {
       channel,
       name: '',
       source: undefined,
+      appPermissions: channelPermissions(guild, botMember(guild), channel),
       acknowledged: false,
       deferred: false,
       original: undefined,

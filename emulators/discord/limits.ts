@@ -1,149 +1,96 @@
-import { apiError, type RestResponse } from './rest.ts';
+import type { RestResponse } from './rest.ts';
 
 /**
- * Discord's size limits on what a bot sends, checked as Discord does: an over-long field answers
- * HTTP 400, code 50035 "Invalid Form Body", with an `errors` object shaped like the body and naming the field
- * (`{"content":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH","message":"Must be 2000 or fewer in length."}]}}`).
+ * Discord's limits on what a bot posts, refused as Discord refuses them: HTTP 400, code 50035 "Invalid Form Body",
+ * with an `errors` object naming the field. Message content 2,000 characters; 10 embeds, a title of 256, a
+ * description of 4,096, 25 fields, 6,000 characters in all; 5 rows of 5 buttons, a label of 80, a custom id of 100;
+ * autocomplete 25 choices, each name and string value 100.
  */
-export const LIMITS = {
-  content: 2000,
+export const DISCORD_LIMITS = {
+  content: 2_000,
   embeds: 10,
   embedTitle: 256,
-  embedDescription: 4096,
+  embedDescription: 4_096,
   embedFields: 25,
-  fieldName: 256,
-  fieldValue: 1024,
-  footerText: 2048,
-  authorName: 256,
-  /** Title, description, field names and values, footer and author text of all embeds together. */
-  embedTotal: 6000,
+  embedTotal: 6_000,
   actionRows: 5,
   rowComponents: 5,
+  buttonLabel: 80,
+  customId: 100,
   choices: 25,
   choiceName: 100,
   choiceValue: 100,
 } as const;
 
-/** One problem with one field. */
-interface FieldError {
-  readonly code: string;
-  readonly message: string;
-}
-
-/** One field's problems, or nested fields' (Discord's `errors` shape). */
-interface FormErrors {
-  _errors?: FieldError[];
-  [key: string]: FormErrors | FieldError[] | undefined;
-}
-
-/** Discord counts characters as code points. */
+/** Discord's characters: code points. */
 const length = (value: unknown): number => (typeof value === 'string' ? [...value].length : 0);
 
-const maxLength = (max: number): FormErrors => ({
-  _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: `Must be ${max} or fewer in length.` }],
-});
-
-const between = (min: number, max: number): FormErrors => ({
-  _errors: [{ code: 'BASE_TYPE_BAD_LENGTH', message: `Must be between ${min} and ${max} in length.` }],
-});
-
-type Fields = Record<string, unknown>;
-const record = (value: unknown): Fields =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Fields) : {};
-const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
-
-/** Adds `error` at `path` inside `errors`. */
-function put(errors: FormErrors, path: readonly string[], error: FormErrors): void {
-  let node = errors;
-  for (const key of path) {
-    node[key] ??= {};
-    node = node[key] as FormErrors;
-  }
-  node._errors = [...(node._errors ?? []), ...(error._errors ?? [])];
+function invalid(path: string, code: string, message: string): RestResponse {
+  // Discord nests the error under each segment of the field's path: {"content": {"_errors": [...]}}.
+  const errors = path
+    .split('.')
+    .reverse()
+    .reduce<Record<string, unknown>>((inner, key) => ({ [key]: inner }), { _errors: [{ code, message }] });
+  return { status: 400, body: { message: 'Invalid Form Body', code: 50035, errors } };
 }
 
-function embedErrors(embeds: unknown, errors: FormErrors, at: readonly string[]): void {
-  const all = list(embeds);
-  if (all.length > LIMITS.embeds) put(errors, [...at, 'embeds'], maxLength(LIMITS.embeds));
+const tooLong = (path: string, max: number): RestResponse =>
+  invalid(path, 'BASE_TYPE_MAX_LENGTH', `Must be ${max} or fewer in length.`);
+
+/** The refusal of a message body (a reply, a follow-up, an edit, a channel message), or undefined. */
+export function messageLimitRefusal(body: Record<string, unknown>): RestResponse | undefined {
+  if (length(body.content) > DISCORD_LIMITS.content) return tooLong('content', DISCORD_LIMITS.content);
+  const embeds = Array.isArray(body.embeds) ? (body.embeds as Record<string, unknown>[]) : [];
+  if (embeds.length > DISCORD_LIMITS.embeds) return tooLong('embeds', DISCORD_LIMITS.embeds);
   let total = 0;
-  all.forEach((value, index) => {
-    const embed = record(value);
-    const here = [...at, 'embeds', String(index)];
-    const check = (path: readonly string[], text: unknown, max: number): void => {
-      total += length(text);
-      if (length(text) > max) put(errors, [...here, ...path], maxLength(max));
-    };
-    check(['title'], embed.title, LIMITS.embedTitle);
-    check(['description'], embed.description, LIMITS.embedDescription);
-    check(['footer', 'text'], record(embed.footer).text, LIMITS.footerText);
-    check(['author', 'name'], record(embed.author).name, LIMITS.authorName);
-    const fields = list(embed.fields);
-    if (fields.length > LIMITS.embedFields) put(errors, [...here, 'fields'], maxLength(LIMITS.embedFields));
-    fields.forEach((field, i) => {
-      check(['fields', String(i), 'name'], record(field).name, LIMITS.fieldName);
-      check(['fields', String(i), 'value'], record(field).value, LIMITS.fieldValue);
-    });
-  });
-  if (total > LIMITS.embedTotal) {
-    put(errors, [...at, 'embeds'], {
-      _errors: [
-        {
-          code: 'MAX_EMBED_SIZE_EXCEEDED',
-          message: `Embed size exceeds maximum size of ${LIMITS.embedTotal}`,
-        },
-      ],
-    });
+  for (const [i, embed] of embeds.entries()) {
+    if (length(embed.title) > DISCORD_LIMITS.embedTitle)
+      return tooLong(`embeds.${i}.title`, DISCORD_LIMITS.embedTitle);
+    if (length(embed.description) > DISCORD_LIMITS.embedDescription) {
+      return tooLong(`embeds.${i}.description`, DISCORD_LIMITS.embedDescription);
+    }
+    const fields = Array.isArray(embed.fields) ? (embed.fields as Record<string, unknown>[]) : [];
+    if (fields.length > DISCORD_LIMITS.embedFields)
+      return tooLong(`embeds.${i}.fields`, DISCORD_LIMITS.embedFields);
+    total += length(embed.title) + length(embed.description);
+    for (const field of fields) total += length(field.name) + length(field.value);
   }
-}
-
-function messageErrors(body: unknown, errors: FormErrors, at: readonly string[]): void {
-  const message = record(body);
-  if (length(message.content) > LIMITS.content) put(errors, [...at, 'content'], maxLength(LIMITS.content));
-  embedErrors(message.embeds, errors, at);
-  const rows = list(message.components);
-  if (rows.length > LIMITS.actionRows) put(errors, [...at, 'components'], maxLength(LIMITS.actionRows));
-  rows.forEach((row, index) => {
-    if (list(record(row).components).length > LIMITS.rowComponents) {
-      put(errors, [...at, 'components', String(index), 'components'], maxLength(LIMITS.rowComponents));
+  if (total > DISCORD_LIMITS.embedTotal) {
+    return invalid(
+      'embeds',
+      'BASE_TYPE_MAX_LENGTH',
+      `Embed size exceeds maximum size of ${DISCORD_LIMITS.embedTotal}`,
+    );
+  }
+  const rows = Array.isArray(body.components) ? (body.components as Record<string, unknown>[]) : [];
+  if (rows.length > DISCORD_LIMITS.actionRows) return tooLong('components', DISCORD_LIMITS.actionRows);
+  for (const [i, row] of rows.entries()) {
+    const items = Array.isArray(row.components) ? (row.components as Record<string, unknown>[]) : [];
+    if (items.length > DISCORD_LIMITS.rowComponents) {
+      return tooLong(`components.${i}.components`, DISCORD_LIMITS.rowComponents);
     }
-  });
-}
-
-function choiceErrors(choices: unknown, errors: FormErrors, at: readonly string[]): void {
-  const all = list(choices);
-  if (all.length > LIMITS.choices) put(errors, [...at, 'choices'], between(0, LIMITS.choices));
-  all.forEach((value, index) => {
-    const choice = record(value);
-    const name = length(choice.name);
-    if (name < 1 || name > LIMITS.choiceName) {
-      put(errors, [...at, 'choices', String(index), 'name'], between(1, LIMITS.choiceName));
+    for (const [j, item] of items.entries()) {
+      if (length(item.label) > DISCORD_LIMITS.buttonLabel) {
+        return tooLong(`components.${i}.components.${j}.label`, DISCORD_LIMITS.buttonLabel);
+      }
+      if (length(item.custom_id) > DISCORD_LIMITS.customId) {
+        return tooLong(`components.${i}.components.${j}.custom_id`, DISCORD_LIMITS.customId);
+      }
     }
-    if (typeof choice.value === 'string' && length(choice.value) > LIMITS.choiceValue) {
-      put(errors, [...at, 'choices', String(index), 'value'], maxLength(LIMITS.choiceValue));
+  }
+  return undefined;
+}
+
+/** The refusal of an autocomplete answer's choices, or undefined. */
+export function choicesRefusal(data: Record<string, unknown>): RestResponse | undefined {
+  const choices = Array.isArray(data.choices) ? (data.choices as Record<string, unknown>[]) : [];
+  if (choices.length > DISCORD_LIMITS.choices) return tooLong('choices', DISCORD_LIMITS.choices);
+  for (const [i, choice] of choices.entries()) {
+    if (length(choice.name) > DISCORD_LIMITS.choiceName)
+      return tooLong(`choices.${i}.name`, DISCORD_LIMITS.choiceName);
+    if (length(choice.value) > DISCORD_LIMITS.choiceValue) {
+      return tooLong(`choices.${i}.value`, DISCORD_LIMITS.choiceValue);
     }
-  });
-}
-
-const refusal = (errors: FormErrors): RestResponse | undefined =>
-  Object.keys(errors).length === 0
-    ? undefined
-    : { status: 400, body: { ...(apiError(400, 50035, 'Invalid Form Body').body as object), errors } };
-
-/** The 50035 answer for a message body (channel post or edit, follow-up, webhook edit), or undefined if it fits. */
-export function messageRefusal(body: unknown): RestResponse | undefined {
-  const errors: FormErrors = {};
-  messageErrors(body, errors, []);
-  return refusal(errors);
-}
-
-/** Interaction callback type 8, an autocomplete result. */
-const AUTOCOMPLETE = 8;
-
-/** The 50035 answer for an interaction callback (`{ type, data }`), or undefined if it fits. */
-export function callbackRefusal(body: unknown): RestResponse | undefined {
-  const callback = record(body);
-  const errors: FormErrors = {};
-  if (callback.type === AUTOCOMPLETE) choiceErrors(record(callback.data).choices, errors, ['data']);
-  else messageErrors(callback.data, errors, ['data']);
-  return refusal(errors);
+  }
+  return undefined;
 }

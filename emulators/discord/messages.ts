@@ -1,3 +1,4 @@
+import { attachmentPayloads, uploadedFiles } from './attachments.ts';
 import { type GuildState, memberPayload, snowflake, userPayload } from './model.ts';
 import type { Context, MessageRecord } from './state.ts';
 import type { SentMessage } from './types.ts';
@@ -11,7 +12,8 @@ export function createMessages(ctx: Context) {
     return {
       id: message.id,
       channel_id: message.channelId,
-      guild_id: message.guildId,
+      // A DM's messages belong to no guild.
+      ...(guild ? { guild_id: message.guildId } : {}),
       author: userPayload(author ?? botUser),
       ...(author && guild ? { member: memberPayload(author, false) } : {}),
       content: message.content,
@@ -21,13 +23,7 @@ export function createMessages(ctx: Context) {
       mention_everyone: false,
       mentions: [],
       mention_roles: [],
-      attachments: message.files.map((f, i) => ({
-        id: `${message.id}${i}`,
-        filename: f.filename,
-        size: f.size,
-        url: `https://cdn.invalid/${f.filename}`,
-        proxy_url: `https://cdn.invalid/${f.filename}`,
-      })),
+      attachments: attachmentPayloads(message.id, message.files),
       embeds: message.embeds,
       components: message.components,
       pinned: false,
@@ -95,10 +91,8 @@ export function createMessages(ctx: Context) {
     const reference = body.message_reference as { message_id?: string } | undefined;
     if (reference?.message_id) message.replyTo = reference.message_id;
     if (Array.isArray(body.files)) {
-      message.files = (body.files as { filename: string; size: number }[]).map((f) => ({
-        filename: f.filename,
-        size: f.size,
-      }));
+      const files = uploadedFiles(body);
+      if (Array.isArray(files)) message.files = files;
     }
   };
 

@@ -7,7 +7,7 @@ export interface RestCall {
   /** The route after `/api/v10`, percent-decoded (`/webhooks/1/tok/messages/@original`). */
   readonly path: string;
   readonly query: Readonly<Record<string, string>>;
-  /** Parsed JSON, or `payload_json` of a multipart body (with `files` listing the uploaded file names). */
+  /** Parsed JSON, or `payload_json` of a multipart body (with `files` listing the uploaded parts and their bytes). */
   readonly body: unknown;
   /** Whether an `Authorization: Bot <token>` header with the right token came with it. */
   readonly authorized: boolean;
@@ -129,8 +129,20 @@ async function parseBody(raw: Buffer, contentType: string | undefined): Promise<
     const form = await new Response(raw, { headers: { 'content-type': contentType } }).formData();
     const payload = form.get('payload_json');
     const parsed = typeof payload === 'string' ? (JSON.parse(payload) as Record<string, unknown>) : {};
-    const files = [...form.entries()].flatMap(([name, value]) =>
-      typeof value === 'string' ? [] : [{ field: name, filename: value.name, size: value.size }],
+    const files = await Promise.all(
+      [...form.entries()].flatMap(([name, value]) =>
+        typeof value === 'string'
+          ? []
+          : [
+              value.arrayBuffer().then((bytes) => ({
+                field: name,
+                filename: value.name,
+                size: value.size,
+                contentType: value.type,
+                data: Buffer.from(bytes),
+              })),
+            ],
+      ),
     );
     return { ...parsed, files };
   }

@@ -1,6 +1,6 @@
 import { PermissionFlagsBits } from 'discord.js';
+import { uploadRefusal } from './attachments.ts';
 import type { Interactions } from './interactions.ts';
-import { callbackRefusal, messageRefusal } from './limits.ts';
 import type { Messages } from './messages.ts';
 import { channelPayload, channelPermissions, memberPayload, snowflake, userPayload } from './model.ts';
 import { apiError, type RestCall, type RestResponse, type Route } from './rest.ts';
@@ -32,6 +32,8 @@ export function createRoutes(ctx: Context, m: Messages, i: Interactions, urls: G
     const perms = channelPermissions(found.guild, botMember(found.guild), found.channel);
     const needed = PermissionFlagsBits.ViewChannel | PermissionFlagsBits.SendMessages;
     if ((perms & needed) !== needed) return apiError(403, 50013, 'Missing Permissions');
+    const refused = uploadRefusal((call.body ?? {}) as Record<string, unknown>, perms);
+    if (refused) return refused;
     const message = newBotMessage(
       found.guild,
       channelId,
@@ -156,13 +158,12 @@ export function createRoutes(ctx: Context, m: Messages, i: Interactions, urls: G
     {
       method: 'POST',
       pattern: /^\/interactions\/(\d+)\/([^/]+)\/callback$/,
-      handle: (call, [id = '', token_ = '']) => callbackRefusal(call.body) ?? onCallback(call, id, token_),
+      handle: (call, [id = '', token_ = '']) => onCallback(call, id, token_),
     },
     {
       method: 'PATCH',
       pattern: /^\/webhooks\/(\d+)\/([^/]+)\/messages\/([^/]+)$/,
-      handle: (call, [, token_ = '', messageId = '']) =>
-        messageRefusal(call.body) ?? onWebhookEdit(call, token_, messageId),
+      handle: (call, [, token_ = '', messageId = '']) => onWebhookEdit(call, token_, messageId),
     },
     {
       method: 'GET',
@@ -192,21 +193,19 @@ export function createRoutes(ctx: Context, m: Messages, i: Interactions, urls: G
     {
       method: 'POST',
       pattern: /^\/webhooks\/(\d+)\/([^/]+)$/,
-      handle: (call, [, token_ = '']) => messageRefusal(call.body) ?? onFollowUp(call, token_),
+      handle: (call, [, token_ = '']) => onFollowUp(call, token_),
     },
     {
       method: 'POST',
       pattern: /^\/channels\/(\d+)\/messages$/,
       bot: true,
-      handle: (call, [channelId = '']) => messageRefusal(call.body) ?? onChannelPost(call, channelId),
+      handle: (call, [channelId = '']) => onChannelPost(call, channelId),
     },
     {
       method: 'PATCH',
       pattern: /^\/channels\/(\d+)\/messages\/(\d+)$/,
       bot: true,
       handle: (call, [channelId = '', messageId = '']) => {
-        const refused = messageRefusal(call.body);
-        if (refused) return refused;
         const message = messages.get(messageId);
         if (!message || message.channelId !== channelId || message.deleted || message.author) {
           return apiError(404, 10008, 'Unknown Message');

@@ -1,4 +1,5 @@
 /** The emulator's shared state (guilds, messages, interactions, waits) and the lookups every part uses. */
+import type { StoredFile } from './attachments.ts';
 import type { CaptureSink } from './capture.ts';
 import { createCapture } from './capture.ts';
 import type { DaveMedia } from './dave-media.ts';
@@ -25,7 +26,7 @@ export interface MessageRecord {
   allowedMentions: unknown;
   flags: number;
   replyTo: string | undefined;
-  files: { filename: string; size: number }[];
+  files: StoredFile[];
   readonly interactionId: string | undefined;
   readonly timestamp: string;
   editedTimestamp: string | null;
@@ -42,6 +43,8 @@ export interface InteractionRecord {
   readonly name: string;
   /** For button presses: the message the button was on. */
   readonly source: MessageRecord | undefined;
+  /** The app's permissions in the channel (`app_permissions`), which its messages are held to. */
+  readonly appPermissions: bigint;
   acknowledged: boolean;
   deferred: boolean;
   original: MessageRecord | undefined;

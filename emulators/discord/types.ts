@@ -1,5 +1,7 @@
 /** The emulator's public types: what tests hold and call. */
 
+import type { UserInstalledSlashOptions, UserInstallPlace } from './app-commands.ts';
+import type { StoredFile } from './attachments.ts';
 import type { VoiceCapture } from './capture.ts';
 import type { DaveGroup } from './dave-group.ts';
 import type { DaveEvent } from './dave-protocol.ts';
@@ -39,8 +41,8 @@ export interface SentMessage {
   readonly flags: number;
   /** The message this one replies to (`message_reference`), if any. */
   readonly replyTo: string | undefined;
-  /** Attachments uploaded with it (multipart). */
-  readonly files: readonly { filename: string; size: number }[];
+  /** Attachments uploaded with it (multipart), with their bytes and voice-message metadata. */
+  readonly files: readonly StoredFile[];
 }
 
 /** What the bot answered to an interaction, once it had a final answer (reply, update, or defer + edit). */
@@ -88,6 +90,15 @@ export interface Guild {
   deleteChannel(channel: Channel): void;
   /** The bot is kicked: GUILD_DELETE, voice socket closed 4014. */
   removeBot(): void;
+  /** The bot is invited back (after {@link removeBot}): GUILD_CREATE, as for a server it just joined. */
+  inviteBot(): void;
+  /**
+   * A moderator server-mutes (or unmutes) a member or the bot (`guild.bot`): its voice state's `mute`, sent as a
+   * VOICE_STATE_UPDATE when it is in a voice channel.
+   */
+  serverMute(member: Member, muted: boolean): void;
+  /** The server's AFK channel (a voice channel, or none): GUILD_UPDATE. */
+  setAfkChannel(channel: Channel | null): void;
   /** The voice channel the bot sits in, as far as the emulator knows. */
   botVoiceChannelId(): string | null;
   /** Who sits in `channel` (member ids, the bot included). */
@@ -184,7 +195,7 @@ export interface Faults {
   invalidateSession(resumable: boolean, shardId?: number): void;
   /**
    * Delivers the next `event` dispatch twice, with the same sequence number, as a RESUME naming a sequence older
-   * than what the client had handled makes a replay do (discord.js can name one: see src/first-sight.ts).
+   * than what the client had handled makes a replay do (discord.js can name one: see src/discord/first-sight.ts).
    */
   deliverTwice(event: string): void;
   /** While on, a voice join gets its VOICE_STATE_UPDATE but never a VOICE_SERVER_UPDATE. */
@@ -250,6 +261,35 @@ export interface DiscordEmulator {
     options: Record<string, string | number>,
     focused: string,
     o?: { channel?: Channel; subcommand?: string },
+  ): Promise<{ name: string; value: string | number }[]>;
+  /**
+   * `member` right-clicks a member's `message` → Apps → `command` (a message command: `target_id` and the message in
+   * `resolved.messages`, as MESSAGE_CREATE carried it); resolves to the answer.
+   */
+  messageCommand(
+    member: Member,
+    message: SentMessage,
+    command: string,
+    o?: { timeoutMs?: number },
+  ): Promise<Reply>;
+  /**
+   * `member` runs `/command` from Herald installed to their account (`authorizing_integration_owners` {1: user}), in
+   * a DM (`{ dm: 'bot' }` with the app, `'private'` another) or a server channel, the bot there or not.
+   */
+  userInstalledSlash(
+    member: Member,
+    command: string,
+    options: Record<string, string | number | boolean>,
+    place: UserInstallPlace,
+    o?: UserInstalledSlashOptions,
+  ): Promise<Reply>;
+  /** `member` types into `focused` of a user-installed `/command`; resolves to the choices the bot offered. */
+  userInstalledAutocomplete(
+    member: Member,
+    command: string,
+    options: Record<string, string | number>,
+    focused: string,
+    place: UserInstallPlace,
   ): Promise<{ name: string; value: string | number }[]>;
   /** Presses a button on a message the bot sent. @throws if the message has no such enabled button. */
   press(member: Member, message: SentMessage, customId: string, o?: { timeoutMs?: number }): Promise<Reply>;

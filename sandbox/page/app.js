@@ -173,6 +173,7 @@ function renderMessage(m) {
     m.pending ? el('div', { class: 'muted' }, 'Herald is thinking…') : null,
     m.content ? el('div', { class: 'content' }, ...markdown(m.content)) : null,
     ...m.embeds.map(renderEmbed),
+    m.voice ? renderVoiceMessage(m) : null,
     m.buttons.length > 0
       ? el(
           'div',
@@ -194,6 +195,61 @@ function renderMessage(m) {
       : null,
     m.onlyFor ? el('div', { class: 'ephemeral' }, '👁 Only visible to you') : null,
   );
+}
+
+/** What each voice message bubble is doing: 'playing' or 'played', with the length the page decoded. */
+const voicePlays = new Map();
+
+/** A voice message as Discord shows one: a play button, its waveform, its length. */
+function renderVoiceMessage(m) {
+  const play = voicePlays.get(m.id);
+  // As Discord draws it: the loudest point full height, silence a low line.
+  const loudest = Math.max(1, ...m.voice.waveform);
+  const bars = m.voice.waveform.map((level) => {
+    const bar = el('span', { class: 'bar' });
+    bar.style.height = `${Math.max(12, Math.round((level / loudest) * 100))}%`;
+    return bar;
+  });
+  return el(
+    'div',
+    {
+      class: 'voice-message',
+      'data-voice-message': m.id,
+      'data-state': play?.state ?? 'ready',
+      'data-decoded-secs': play?.decodedSecs?.toFixed(3),
+      'data-duration-secs': m.voice.durationSecs,
+    },
+    el(
+      'button',
+      {
+        type: 'button',
+        class: 'play',
+        'aria-label': 'Play voice message',
+        disabled: play?.state === 'playing',
+        onclick: () => playVoiceMessage(m).catch(report),
+      },
+      play?.state === 'playing' ? '❚❚' : '▶',
+    ),
+    el('div', { class: 'waveform', 'data-points': bars.length }, ...bars),
+    el('span', { class: 'muted' }, `${m.voice.durationSecs.toFixed(1)} s`),
+  );
+}
+
+/** Decodes the voice message's Ogg Opus in the page (as Discord's client does) and plays it. */
+async function playVoiceMessage(m) {
+  await startAudio();
+  const bytes = await (await fetch(m.voice.src)).arrayBuffer();
+  const buffer = await audio.context.decodeAudioData(bytes);
+  const source = audio.context.createBufferSource();
+  source.buffer = buffer;
+  source.connect(audio.analyser);
+  voicePlays.set(m.id, { state: 'playing', decodedSecs: buffer.duration });
+  source.addEventListener('ended', () => {
+    voicePlays.set(m.id, { state: 'played', decodedSecs: buffer.duration });
+    renderMessages();
+  });
+  source.start();
+  renderMessages();
 }
 
 function renderEmbed(embed) {
@@ -378,6 +434,7 @@ function renderService() {
         ['slows-down', 'slows down after 1 s'],
         ['stall', 'stall'],
         ['reset', 'reset'],
+        ['ends-early', 'ends at half'],
       ].map(([fault, label]) =>
         el(
           'button',

@@ -1,20 +1,15 @@
 import { MessageFlags } from 'discord.js';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../discord/member-facing.ts';
 import type { Logger } from '../log.ts';
 import type { MemberStore } from '../members/index.ts';
-import { resolveSpeaker } from '../speakers.ts';
+import { resolveSpeaker } from '../members/speakers.ts';
 import type { SettingsStore } from '../storage/index.ts';
-import {
-  compilePronunciations,
-  DEFAULT_REPEAT_CAP,
-  type MessageToSpeak,
-  needsAuthorPrefix,
-  normaliseMessage,
-} from '../text/normalise.ts';
-import { MAX_TEXT_CHARACTERS, type TtsClient } from '../tts/index.ts';
+import { type MessageToSpeak, needsAuthorPrefix } from '../text/normalise.ts';
+import type { TtsClient } from '../tts/index.ts';
 import type { EnqueueOutcome, SpeechRequest } from '../voice/session.ts';
 import { decide, type MessageFacts } from './filter.ts';
 import type { AutoReadStore } from './settings.ts';
+import { spokenTextOf, toSpeakOf } from './spoken.ts';
 
 /**
  * The parts of a discord.js `Message` the reader uses. A real `Message` fits; tests pass small literals.
@@ -182,18 +177,10 @@ export function createAutoReader(options: AutoReaderOptions): AutoReader {
       ? announced.get(arrived.id) === true
       : settings.announceAuthor &&
         needsAuthorPrefix(lastRead.get(guildId), authorId, at, settings.authorWindowSeconds * 1000);
-    const text = normaliseMessage(arrived.toSpeak, {
-      // Names are looked up now rather than at arrival: the caches only ever get fresher.
-      userName: (id) =>
-        message.guild?.members.cache.get(id)?.displayName ?? message.mentions.users.get(id)?.displayName,
-      roleName: (id) => message.guild?.roles.cache.get(id)?.name,
-      channelName: (id) => message.guild?.channels.cache.get(id)?.name,
-      linkDomains: settings.linkDomains,
-      emoji: settings.emoji,
-      maxChars: Math.min(settings.maxChars, MAX_TEXT_CHARACTERS),
-      repeatCap: DEFAULT_REPEAT_CAP,
-      pronunciations: compilePronunciations(dictionary),
-      ...(announce ? { authorPrefix: name } : {}),
+    const text = spokenTextOf(message, arrived.toSpeak, {
+      settings,
+      dictionary,
+      authorPrefix: announce ? name : undefined,
     });
     if (text === '') {
       ignore('empty');
@@ -337,11 +324,7 @@ interface Arrived {
 }
 
 function arrivedOf(message: IncomingMessage, guildId: string): Arrived {
-  const attachments = [...message.attachments.values()].map(({ name, contentType }) => ({
-    name,
-    contentType,
-  }));
-  const stickers = [...message.stickers.values()].map(({ name }) => ({ name }));
+  const toSpeak = toSpeakOf(message);
   const facts: MessageFacts = {
     channelId: message.channelId,
     authorId: message.author.id,
@@ -351,7 +334,7 @@ function arrivedOf(message: IncomingMessage, guildId: string): Arrived {
     system: message.system,
     silent: message.flags.has(MessageFlags.SuppressNotifications),
     content: message.content,
-    extras: attachments.length + stickers.length,
+    extras: toSpeak.attachments.length + toSpeak.stickers.length,
     authorVoiceChannelId: message.member?.voice.channelId ?? null,
   };
   return {
@@ -359,7 +342,7 @@ function arrivedOf(message: IncomingMessage, guildId: string): Arrived {
     guildId,
     facts,
     authorName: message.member?.displayName ?? message.author.displayName,
-    toSpeak: { content: message.content, attachments, stickers },
+    toSpeak,
     message,
   };
 }

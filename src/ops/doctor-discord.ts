@@ -6,7 +6,7 @@ import {
   type GuildBasedChannel,
   PermissionFlagsBits,
   type PermissionResolvable,
-  type RESTPostAPIChatInputApplicationCommandsJSONBody,
+  type RESTPostAPIApplicationCommandsJSONBody,
 } from 'discord.js';
 import type { Config } from '../config.ts';
 import { type DoctorCheck, messageOf } from './doctor-check.ts';
@@ -20,7 +20,7 @@ import { type DoctorCheck, messageOf } from './doctor-check.ts';
 export interface DiscordDoctorContext {
   readonly config: Config;
   /** Herald's slash commands, as registered by `npm run deploy-commands`. */
-  readonly commands: readonly RESTPostAPIChatInputApplicationCommandsJSONBody[];
+  readonly commands: readonly RESTPostAPIApplicationCommandsJSONBody[];
   /** Logs a discord.js client in (Guilds intent only: never a privileged one) and resolves once it is ready. */
   readonly login: () => Promise<Client<true>>;
   /** `fetch`, for Discord's REST API. */

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PermissionFlagsBits } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { commands } from '../../commands/index.ts';
+import { commandBodies } from '../../commands/index.ts';
 import { type DiscordEmulator, type Guild, startDiscordEmulator } from '../../emulators/discord/index.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { createAutoReadStore } from '../../src/autoread/settings.ts';
@@ -46,7 +46,7 @@ async function deployCommands(emulator: DiscordEmulator): Promise<void> {
   const response = await fetch(`${emulator.restUrl}/v10/applications/${emulator.applicationId}/commands`, {
     method: 'PUT',
     headers: { authorization: `Bot ${emulator.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(commands.map((command) => command.data.toJSON())),
+    body: JSON.stringify(commandBodies({ userInstall: false })),
   });
   expect(response.status).toBe(200);
 }
@@ -90,7 +90,7 @@ async function doctor(
   try {
     const checks = await runDoctor({
       config,
-      commands: commands.map((command) => command.data.toJSON()),
+      commands: commandBodies({ userInstall: false }),
       tts: client,
       login: () => doctorLogin(config),
       cacheDir,

@@ -137,7 +137,13 @@ describe('voice preview', () => {
     await w.discord.voice(w.guild).untilDisconnected();
     const file = await w.discord.slash(w.member, 'voices', { preview: 'Adam' });
     expect(file.content).toMatch(/as a file because you are not in a voice channel/);
-    expect(file.message.files).toEqual([{ filename: 'preview-adam.ogg', size: expect.any(Number) }]);
+    expect(file.message.files).toEqual([
+      expect.objectContaining({
+        filename: 'preview-adam.ogg',
+        size: expect.any(Number),
+        contentType: 'audio/ogg',
+      }),
+    ]);
     expect(file.message.files[0]?.size).toBeGreaterThan(1_000);
     expect(texts(w)).toHaveLength(1); // served from the cache
 

@@ -272,7 +272,7 @@ describe('npm run deploy-commands', () => {
   it('registers every command in one server, with Manage Server as /voice-set’s default permission', async () => {
     const guild = discord.createGuild({ name: 'Deploy Test' });
     const { code, output } = await run(DEPLOY, ['--guild', guild.id], goodEnv()).done;
-    expect(output).toMatch(/Registered 14 commands in server/);
+    expect(output).toMatch(/Registered 16 commands in server/);
     expect(code).toBe(0);
     const registered = discord.commands.guild.get(guild.id) ?? [];
     expect(registered.map((command) => command.name).sort()).toEqual(
@@ -281,9 +281,11 @@ describe('npm run deploy-commands', () => {
         'block',
         'budget',
         'dictionary',
+        'forget-me',
         'join',
         'leave',
         'nickname',
+        'Read aloud',
         'skip',
         'speak',
         'stop',
@@ -296,11 +298,28 @@ describe('npm run deploy-commands', () => {
     const voiceSet = registered.find((command) => command.name === 'voice-set');
     expect(voiceSet?.default_member_permissions).toBe(String(1 << 5)); // Manage Server
     expect(registered.every((command) => JSON.stringify(command.contexts) === '[0]')).toBe(true);
+    // USER_INSTALL is off by default: nothing is offered to members who install Herald to their account.
+    expect(registered.every((command) => JSON.stringify(command.integration_types) === '[0]')).toBe(true);
+    expect(registered.find((command) => command.name === 'Read aloud')?.type).toBe(3);
+  });
+
+  it('with USER_INSTALL=on, offers /speak alone to members who install Herald to their account', async () => {
+    const guild = discord.createGuild({ name: 'User Install Test' });
+    const env = { ...goodEnv(), USER_INSTALL: 'on' };
+    const { code, output } = await run(DEPLOY, ['--guild', guild.id], env).done;
+    expect(output).toMatch(/Registered 16 commands in server \d+, for servers and user installs/);
+    expect(code).toBe(0);
+    const registered = discord.commands.guild.get(guild.id) ?? [];
+    const offered = registered.filter((command) => JSON.stringify(command.integration_types) === '[0,1]');
+    expect(offered.map((command) => [command.name, command.contexts])).toEqual([['speak', [0, 1, 2]]]);
+    expect(
+      registered.filter((command) => command.name !== 'speak').every((c) => c.contexts.length === 1),
+    ).toBe(true);
   });
 
   it('registers globally, and refuses a malformed server id', async () => {
     expect((await run(DEPLOY, [], goodEnv()).done).code).toBe(0);
-    expect(discord.commands.global.length).toBe(14);
+    expect(discord.commands.global.length).toBe(16);
     const refused = await run(DEPLOY, ['--guild', 'nope'], goodEnv()).done;
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/--guild needs a numeric server id/);
@@ -313,7 +332,7 @@ describe('npm run deploy-commands', () => {
     ).length;
     const equals = await run(DEPLOY, [`--guild=${guild.id}`], goodEnv()).done;
     expect(equals.output).toMatch(/in server/);
-    expect(discord.commands.guild.get(guild.id)?.length).toBe(14);
+    expect(discord.commands.guild.get(guild.id)?.length).toBe(16);
     const typo = await run(DEPLOY, ['--guid', guild.id], goodEnv()).done;
     expect(typo.code).toBe(1);
     expect(typo.output).toMatch(/Unknown option '--guid'/);

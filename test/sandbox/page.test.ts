@@ -2,6 +2,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedDurationMs } from '../../emulators/tts/index.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { waveformPoints } from '../../src/voice-message/index.ts';
 import { type Browser, openBrowser } from './browser.ts';
 
 // The sandbox as a visitor uses it: a real Chromium on the page, the page's own Web Audio playing what Herald sent,
@@ -184,6 +185,25 @@ describe('the sandbox page', () => {
     );
     expect(charged[1]).toBe('$0.00');
     expect(charged[0]).not.toBe('$0.00');
+  });
+
+  it('shows /speak voice-message:true as a voice message bubble with its waveform, which plays in the page', async () => {
+    await be('Bob Member');
+    const text = 'a voice message for later';
+    await slash('speak', { text, 'voice-message': 'true' });
+    await lastMessage('Sent a voice message as Adam');
+    const bubble = page.locator('#messages .voice-message').last();
+    await bubble.waitFor({ timeout: 20_000 });
+    // One bar per 100 ms of audio, as Discord's clients draw it.
+    const points = Number(await bubble.locator('.waveform').getAttribute('data-points'));
+    expect(points).toBe(waveformPoints(expectedDurationMs(text) / 1000));
+    expect(await bubble.getAttribute('data-state')).toBe('ready');
+    await bubble.locator('button.play').click();
+    const played = page.locator('#messages .voice-message[data-state="played"]').last();
+    await played.waitFor({ timeout: 20_000 });
+    // The page decoded the Ogg Opus itself: as long as the service's audio.
+    const decodedSecs = Number(await played.getAttribute('data-decoded-secs'));
+    expect(Math.abs(decodedSecs * 1000 - expectedDurationMs(text))).toBeLessThan(50);
   });
 
   it('refuses /speak with the budget sentence once the balance is drained below the floor, and charges nothing', async () => {
