@@ -14,6 +14,14 @@ export interface IdentifyRecord {
   readonly shard: ShardPair | undefined;
 }
 
+/** A RESUME the gateway accepted. */
+export interface ResumeRecord {
+  readonly at: number;
+  readonly shard: ShardPair;
+  /** How many missed dispatches were replayed before RESUMED. */
+  readonly replayed: number;
+}
+
 /** A gateway session, as tests see it. */
 export interface SessionView {
   readonly shard: ShardPair;
@@ -71,6 +79,10 @@ export interface Gateway {
   /** The intents of the session owning `guildId` (shard 0's without one); 0 before IDENTIFY. */
   intents(guildId?: string): number;
   readonly identifies: readonly IdentifyRecord[];
+  /** Every RESUME accepted, in order; a RESUME of an ended or unknown session (answered op 9) is not here. */
+  readonly resumes: readonly ResumeRecord[];
+  /** IDENTIFYs and accepted RESUMEs of one shard id so far. */
+  countsOf(shardId: number): { identifies: number; resumes: number };
   /**
    * With a guild: its shard's session is ready. Without: every shard of the latest IDENTIFY's count has a ready
    * session.
@@ -83,7 +95,11 @@ export interface Gateway {
   dropHeartbeats(on: boolean): void;
   /** Sends op 7 to every connected session (or to one shard's): the client closes and resumes. */
   reconnect(shardId?: number): void;
-  /** Sends op 9 with `d: resumable` to every connected session (or one shard's); non-resumable ones are forgotten. */
+  /**
+   * Sends op 9 with `d: resumable` to every connected session (or one shard's); non-resumable ones are forgotten,
+   * connected or not, so a later RESUME of theirs gets op 9 `d: false` (Discord ending a session while the bot was
+   * away).
+   */
   invalidateSession(resumable: boolean, shardId?: number): void;
   /** Sends the next dispatch of `event` twice, with the same sequence (a replay of what the client had). */
   deliverTwice(event: string): void;
@@ -125,6 +141,7 @@ export function shardOf(guildId: string, count: number): number {
 export function createGateway(options: GatewayOptions): Gateway {
   const wss = new WebSocketServer({ noServer: true });
   const identifies: IdentifyRecord[] = [];
+  const resumes: ResumeRecord[] = [];
   const heartbeats = { acked: 0, dropped: 0 };
   // One session per shard id; a session outlives its socket so that the bot can RESUME it.
   const sessions = new Map<number, Session>();
@@ -250,7 +267,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (session.ws && session.ws !== ws) session.ws.close(4000, 'Resumed elsewhere.');
     session.ws = ws;
     const after = d.seq ?? 0;
-    for (const entry of session.log) if (entry.s > after) send(ws, { op: OP.dispatch, ...entry });
+    const missed = session.log.filter((entry) => entry.s > after);
+    for (const entry of missed) send(ws, { op: OP.dispatch, ...entry });
+    resumes.push({ at: Date.now(), shard: session.shard, replayed: missed.length });
     sendTo(session, 'RESUMED', null);
     wakeWaiters();
     options.hooks.onResumed();
@@ -296,8 +315,14 @@ export function createGateway(options: GatewayOptions): Gateway {
   wss.on('connection', (ws) => {
     send(ws, { op: OP.hello, d: { heartbeat_interval: options.heartbeatIntervalMs } });
     ws.on('message', (raw) => onMessage(ws, raw));
-    ws.on('close', () => {
-      for (const session of sessions.values()) if (session.ws === ws) session.ws = undefined;
+    ws.on('close', (code) => {
+      for (const [id, session] of sessions) {
+        if (session.ws !== ws) continue;
+        session.ws = undefined;
+        // As Discord: a close 1000 or 1001 from the client ends its session; any other close, or a dropped socket,
+        // leaves it resumable.
+        if (code === 1000 || code === 1001) sessions.delete(id);
+      }
     });
     ws.on('error', () => {});
   });
@@ -313,6 +338,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     sessionId: (guildId) => sessionFor(guildId)?.id,
     intents: (guildId) => sessionFor(guildId)?.intents ?? 0,
     identifies,
+    resumes,
+    countsOf: (shardId) => ({
+      identifies: identifies.filter((i) => (i.shard?.[0] ?? 0) === shardId).length,
+      resumes: resumes.filter((r) => r.shard[0] === shardId).length,
+    }),
     isReady,
     untilReady: () =>
       allConnected()
@@ -339,8 +369,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     invalidateSession: (resumable, shardId) => {
       for (const session of targets(shardId)) {
         const ws = session.ws;
-        if (!ws) continue;
         if (!resumable) sessions.delete(session.shard[0]);
+        if (!ws) continue;
         send(ws, { op: OP.invalid, d: resumable });
         // An invalidated session is sent nothing more until it resumes: what happens meanwhile is logged and
         // replayed after the sequence its RESUME names. Sent on as well, an event could reach the client after it
