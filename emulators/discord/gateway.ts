@@ -12,6 +12,8 @@ export interface IdentifyRecord {
   readonly at: number;
   /** The `shard` field as sent, when it was valid; undefined for a shard-less IDENTIFY (Discord's [0, 1]). */
   readonly shard: ShardPair | undefined;
+  /** Its rate-limit bucket: `shard_id % max_concurrency` (one IDENTIFY per bucket per 5 s is Discord's rule). */
+  readonly bucket: number;
 }
 
 /** A RESUME the gateway accepted. */
@@ -60,6 +62,8 @@ export interface GatewayOptions {
   readonly url: () => string;
   /** Most guilds one session may carry before Discord closes it with 4011 (sharding required); Discord: 2500. */
   readonly maxGuildsPerShard: number;
+  /** `max_concurrency` as GET /gateway/bot reports it; sets each IDENTIFY's bucket. */
+  readonly maxConcurrency: number;
   readonly hooks: GatewayHooks;
 }
 
@@ -233,7 +237,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return;
     }
     const intents = d.intents ?? 0;
-    identifies.push({ intents, at: Date.now(), shard: parsed });
+    identifies.push({ intents, at: Date.now(), shard: parsed, bucket: shard[0] % options.maxConcurrency });
     const previous = sessions.get(shard[0]);
     if (previous?.ws && previous.ws !== ws) previous.ws.close(4000, 'Superseded.');
     // Sessions of another shard count (a resharding) whose socket is gone are forgotten: nothing resumes them.

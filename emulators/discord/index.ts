@@ -133,6 +133,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     heartbeatIntervalMs: o.gatewayHeartbeatMs ?? 41_250,
     url: () => gatewayUrl,
     maxGuildsPerShard: o.maxGuildsPerShard ?? 2500,
+    maxConcurrency: o.maxConcurrency ?? 1,
     hooks: {
       readyPayload: (owns) => ({
         user: { ...userPayload(botUser), verified: true, mfa_enabled: false, flags: 0 },

@@ -135,4 +135,23 @@ describe('the Discord emulator keeps gateway sessions as Discord does', () => {
     expect(e.gatewayCounts(0)).toEqual({ identifies: 1, resumes: 0 });
     await again.close();
   });
+
+  it('records each IDENTIFY with its bucket, shard_id % max_concurrency', async () => {
+    const e = await startDiscordEmulator({ maxConcurrency: 2 });
+    emulator = e;
+    e.createGuild({ name: 'g' });
+    const sockets = [];
+    for (const id of [0, 1, 2, 3]) {
+      const raw = await open(e, identify([id, 4]));
+      await raw.until((p) => p.t === 'READY');
+      sockets.push(raw);
+    }
+    expect(e.identifies.map((i) => [i.shard?.[0], i.bucket])).toEqual([
+      [0, 0],
+      [1, 1],
+      [2, 0],
+      [3, 1],
+    ]);
+    for (const raw of sockets) await raw.close();
+  });
 });
