@@ -64,6 +64,8 @@ export interface GatewayOptions {
   readonly maxGuildsPerShard: number;
   /** `max_concurrency` as GET /gateway/bot reports it; sets each IDENTIFY's bucket. */
   readonly maxConcurrency: number;
+  /** How long a session whose socket closed (other than 1000/1001) or dropped can still be resumed. */
+  readonly resumeWindowMs: number;
   readonly hooks: GatewayHooks;
 }
 
@@ -120,6 +122,8 @@ interface Session {
   readonly log: { s: number; t: string; d: unknown }[];
   ws: WebSocket | undefined;
   ready: boolean;
+  /** When its socket last went away (Date.now()); undefined while connected. */
+  awaySince: number | undefined;
 }
 
 const OP = {
@@ -242,7 +246,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (previous?.ws && previous.ws !== ws) previous.ws.close(4000, 'Superseded.');
     // Sessions of another shard count (a resharding) whose socket is gone are forgotten: nothing resumes them.
     for (const [id, other] of sessions) if (other.shard[1] !== shard[1] && !other.ws) sessions.delete(id);
-    const session: Session = { id: randomToken(16), intents, shard, seq: 0, log: [], ws, ready: false };
+    const session: Session = {
+      id: randomToken(16),
+      intents,
+      shard,
+      seq: 0,
+      log: [],
+      ws,
+      ready: false,
+      awaySince: undefined,
+    };
     sessions.set(shard[0], session);
     const owns = owner(session);
     sendTo(session, 'READY', {
@@ -263,13 +276,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       ws.close(4004, 'Authentication failed.');
       return;
     }
-    const session = [...sessions.values()].find((s) => s.id === d.session_id);
+    const found = [...sessions.values()].find((s) => s.id === d.session_id);
+    const expired = found?.awaySince !== undefined && Date.now() - found.awaySince >= options.resumeWindowMs;
+    if (found && expired) sessions.delete(found.shard[0]);
+    const session = expired ? undefined : found;
     if (!session) {
       send(ws, { op: OP.invalid, d: false });
       return;
     }
     if (session.ws && session.ws !== ws) session.ws.close(4000, 'Resumed elsewhere.');
     session.ws = ws;
+    session.awaySince = undefined;
     const after = d.seq ?? 0;
     const missed = session.log.filter((entry) => entry.s > after);
     for (const entry of missed) send(ws, { op: OP.dispatch, ...entry });
@@ -323,6 +340,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       for (const [id, session] of sessions) {
         if (session.ws !== ws) continue;
         session.ws = undefined;
+        session.awaySince = Date.now();
         // As Discord: a close 1000 or 1001 from the client ends its session; any other close, or a dropped socket,
         // leaves it resumable.
         if (code === 1000 || code === 1001) sessions.delete(id);

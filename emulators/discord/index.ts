@@ -134,6 +134,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     url: () => gatewayUrl,
     maxGuildsPerShard: o.maxGuildsPerShard ?? 2500,
     maxConcurrency: o.maxConcurrency ?? 1,
+    resumeWindowMs: o.gatewayResumeWindowMs ?? 180_000,
     hooks: {
       readyPayload: (owns) => ({
         user: { ...userPayload(botUser), verified: true, mfa_enabled: false, flags: 0 },

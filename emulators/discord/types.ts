@@ -147,6 +147,11 @@ export interface DiscordEmulatorOptions {
   shards?: number;
   /** `session_start_limit.max_concurrency` of `GET /gateway/bot`: default 1 (large bots get 16 or more). */
   maxConcurrency?: number;
+  /**
+   * How long a gateway session whose socket closed (other than 1000/1001) or dropped stays resumable; after it a
+   * RESUME gets op 9 `d: false`. Default 180 000 ms (Discord keeps sessions for minutes; it publishes no figure).
+   */
+  gatewayResumeWindowMs?: number;
   /** Most guilds one gateway session may carry before IDENTIFY is closed with 4011 (sharding required); 2500. */
   maxGuildsPerShard?: number;
   /**

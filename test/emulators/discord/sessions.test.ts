@@ -154,4 +154,17 @@ describe('the Discord emulator keeps gateway sessions as Discord does', () => {
     ]);
     for (const raw of sockets) await raw.close();
   });
+
+  it('ends a session left away longer than its resume window', async () => {
+    const e = await startDiscordEmulator({ gatewayResumeWindowMs: 0 });
+    emulator = e;
+    e.createGuild({ name: 'g' });
+    const first = await open(e, identify([0, 1]));
+    const ready = await first.until((p) => p.t === 'READY');
+    await first.close(4200);
+    const again = await open(e, resume((ready.d as { session_id: string }).session_id, lastSeq(first)));
+    expect((await again.until((p) => p.op === 9)).d).toBe(false);
+    expect(e.gatewaySessions()).toEqual([]);
+    await again.close();
+  });
 });
