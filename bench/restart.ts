@@ -38,8 +38,9 @@ interface Restart {
   /** Per server: stop → Herald back in its voice channel, and stop → its queue's first frame, in ms. */
   readonly backInVoiceMs: number[];
   readonly queueGoesOnMs: number[];
-  /** Gateway sessions the emulator saw opened by the start (IDENTIFY or RESUME). */
-  readonly sessionsOpened: number;
+  /** What the start sent Discord's gateway, summed over the shards: IDENTIFYs (each one paced 5 s apart) and RESUMEs. */
+  readonly identifies: number;
+  readonly resumes: number;
 }
 
 async function main(): Promise<void> {
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
     );
     for (const [kind, r] of Object.entries(f.restarts)) {
       console.log(
-        `  ${kind.padEnd(7)} back in voice ${ms(r.backInVoiceMs)}; queue goes on ${ms(r.queueGoesOnMs)}; ${r.sessionsOpened} gateway sessions opened`,
+        `  ${kind.padEnd(7)} back in voice ${ms(r.backInVoiceMs)}; queue goes on ${ms(r.queueGoesOnMs)}; ${r.identifies} IDENTIFY, ${r.resumes} RESUME`,
       );
     }
   }
@@ -97,7 +98,7 @@ async function measure(processes: number): Promise<Footing> {
     const restarts = {} as Record<'sigterm' | 'kill9', Restart>;
     for (const kind of ['sigterm', 'kill9'] as const) {
       await queueEverywhere(discord, servers);
-      const sessionsBefore = discord.gatewaySessions().length;
+      const before = gatewayTotals(discord);
       const stoppedAt = performance.now();
       if (kind === 'sigterm') await herald.stop();
       else {
@@ -121,7 +122,8 @@ async function measure(processes: number): Promise<Footing> {
       restarts[kind] = {
         backInVoiceMs: backInVoiceMs.map((v) => round(v, 0)),
         queueGoesOnMs: queueGoesOnMs.map((v) => round(v, 0)),
-        sessionsOpened: discord.gatewaySessions().length - sessionsBefore,
+        identifies: gatewayTotals(discord).identifies - before.identifies,
+        resumes: gatewayTotals(discord).resumes - before.resumes,
       };
       console.log(`  ${kind}: ${JSON.stringify(restarts[kind])}`);
     }
@@ -158,6 +160,14 @@ async function queueEverywhere(discord: DiscordEmulator, servers: readonly Serve
       await discord.voice(s.guild).untilFrames(10, { timeoutMs: 60_000 });
     }),
   );
+}
+
+function gatewayTotals(discord: DiscordEmulator): { identifies: number; resumes: number } {
+  const counts = Array.from({ length: SHARDS }, (_, id) => discord.gatewayCounts(id));
+  return {
+    identifies: counts.reduce((sum, c) => sum + c.identifies, 0),
+    resumes: counts.reduce((sum, c) => sum + c.resumes, 0),
+  };
 }
 
 async function untilSessions(discord: DiscordEmulator, count: number): Promise<void> {
