@@ -107,12 +107,7 @@ export function parseConfig(env: Env): ConfigResult {
     problems,
   );
 
-  const managed = shards.ok && shards.value.managed ? shards.value : undefined;
-  const cache = parseCacheConfig(
-    env,
-    database.kind === 'sqlite' ? database.path : '',
-    managed ? { id: managed.ids?.[0] ?? 0, of: managed.processesHere ?? 1 } : undefined,
-  );
+  const cache = parseCacheConfig(env, database.kind === 'sqlite' ? database.path : '');
   if (!cache.ok) problems.push(...cache.problems);
 
   const logLevel = (value('LOG_LEVEL') ?? 'info').toLowerCase();

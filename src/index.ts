@@ -13,6 +13,10 @@ import { machineShape } from './shard/machine.ts';
 // auto: twice the cores, as the memory holds); then src/shard/main.ts spawns this file once for each shard.
 const SANDBOX = new URL('../sandbox/main.ts', import.meta.url);
 const SHARDS = new URL('./shard/main.ts', import.meta.url);
+// Set but empty is unset, as everywhere in Herald's configuration (a .env copied from .env.example says
+// `SHARD_COUNT=`). discord.js also reads SHARD_COUNT and SHARDS from the environment on its own, and takes '' for 0:
+// "The shardCount option must be a number greater than or equal to 1".
+for (const name of ['SHARD_COUNT', 'SHARDS']) if (process.env[name]?.trim() === '') delete process.env[name];
 if (isUnconfigured(process.env) && existsSync(SANDBOX)) {
   await import(SANDBOX.href);
 } else {

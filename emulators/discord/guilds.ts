@@ -309,6 +309,8 @@ export function createGuilds(ctx: Context) {
           if (userId === botUser.id) disconnectBotVoice(guild);
         }
         guild.channels.delete(state.id);
+        // Discord clears a guild's AFK channel when that channel is deleted.
+        if (guild.afkChannelId === state.id) guild.afkChannelId = null;
         gateway.dispatch('CHANNEL_DELETE', channelPayload(state), INTENTS.guilds);
         notify();
       },

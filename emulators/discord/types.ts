@@ -5,7 +5,7 @@ import type { StoredFile } from './attachments.ts';
 import type { VoiceCapture } from './capture.ts';
 import type { DaveGroup } from './dave-group.ts';
 import type { DaveEvent } from './dave-protocol.ts';
-import type { IdentifyRecord, SessionView } from './gateway.ts';
+import type { IdentifyRecord, ResumeRecord, SessionView } from './gateway.ts';
 import type { buildHeldReader } from './held-reader.ts';
 import type { RestCall } from './rest.ts';
 import type { HeldSummary, UdpReceiver } from './udp-receiver.ts';
@@ -151,6 +151,11 @@ export interface DiscordEmulatorOptions {
   shards?: number;
   /** `session_start_limit.max_concurrency` of `GET /gateway/bot`: default 1 (large bots get 16 or more). */
   maxConcurrency?: number;
+  /**
+   * How long a gateway session whose socket closed (other than 1000/1001) or dropped stays resumable; after it a
+   * RESUME gets op 9 `d: false`. Default 180 000 ms (Discord keeps sessions for minutes; it publishes no figure).
+   */
+  gatewayResumeWindowMs?: number;
   /** Most guilds one gateway session may carry before IDENTIFY is closed with 4011 (sharding required); 2500. */
   maxGuildsPerShard?: number;
   /**
@@ -234,7 +239,14 @@ export interface DiscordEmulator {
   readonly commands: { global: Json[]; guild: Map<string, Json[]> };
   /** What the bot identified with, one entry per IDENTIFY. */
   readonly identifies: readonly IdentifyRecord[];
-  /** The gateway sessions held, one per shard id (a closed one stays until resumed or replaced). */
+  /** Every gateway RESUME accepted, in order, with how many missed dispatches it replayed. */
+  readonly resumes: readonly ResumeRecord[];
+  /** IDENTIFYs and accepted RESUMEs of one shard id so far. */
+  gatewayCounts(shardId: number): { identifies: number; resumes: number };
+  /**
+   * The gateway sessions held, one per shard id: one closed with another code than 1000/1001, or dropped, stays
+   * until resumed, replaced or invalidated; a close 1000/1001 ends it.
+   */
   gatewaySessions(): SessionView[];
   /** Every voice state request (gateway op 4) the bot sent, in order, and whether the emulator granted it. */
   readonly voiceRequests: readonly {

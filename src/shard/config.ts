@@ -12,15 +12,7 @@ export interface ShardConfig {
   readonly ids: readonly number[] | undefined;
   /** True in a process spawned by the ShardingManager (one shard each). */
   readonly managed: boolean;
-  /**
-   * In a managed process: how many shard processes its manager runs on this machine (`HERALD_SHARD_PROCESSES`,
-   * which the manager sets), so that what the machine shares (the audio cache's disk bound) is split among them.
-   */
-  readonly processesHere?: number;
 }
-
-/** Set by the sharding manager in each shard's environment: the shard processes it runs on this machine. */
-export const SHARD_PROCESSES_VARIABLE = 'HERALD_SHARD_PROCESSES';
 
 /** Result of {@link parseShardConfig}. */
 export type ShardConfigResult =
@@ -125,9 +117,7 @@ export function parseShardConfig(env: Readonly<Record<string, string | undefined
         problems: ['SHARDS and SHARD_COUNT from the sharding manager do not name a shard.'],
       };
     }
-    const here = Number(value(SHARD_PROCESSES_VARIABLE) ?? '1');
-    const processesHere = Number.isSafeInteger(here) && here >= 1 ? here : 1;
-    return { ok: true, value: { count, ids: [id], managed: true, processesHere } };
+    return { ok: true, value: { count, ids: [id], managed: true } };
   }
 
   if (countText === undefined) {

@@ -13,7 +13,7 @@ import {
   startOpsServer,
 } from '../ops/index.ts';
 import { type Database, openDatabase } from '../storage/index.ts';
-import { SHARD_PROCESSES_VARIABLE, shardIdsOf } from './config.ts';
+import { shardIdsOf } from './config.ts';
 import { askEach } from './ipc.ts';
 import { createStandbys, spawnShards } from './standby.ts';
 import { mergeShardStatus } from './status.ts';
@@ -94,9 +94,6 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   let stopping = false;
   const standbys = createStandbys(logger);
   manager.on('shardCreate', (shard) => {
-    // What this machine's shards share (the audio cache's disk bound) is split among them.
-    // discord.js types Shard#env as unknown; it is the object the shard's process gets as its environment.
-    (shard.env as Record<string, string>)[SHARD_PROCESSES_VARIABLE] = String(ids.length);
     watchShard(shard, logger, () => stopping);
     standbys.follow(shard);
   });

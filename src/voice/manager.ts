@@ -78,6 +78,9 @@ export type SessionSnapshot = {
 /** Queue bounds when none are configured: `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`. */
 export const DEFAULT_QUEUE_LIMITS: QueueLimits = { perServer: 50, perMember: 10 };
 
+/** How long Herald waits, alone in a channel, before it leaves (a deletion in progress is told as a deletion). */
+const ALONE_GRACE_MS = 1000;
+
 const REQUIRED: readonly [bigint, 'View Channel' | 'Connect' | 'Speak'][] = [
   [PermissionFlagsBits.ViewChannel, 'View Channel'],
   [PermissionFlagsBits.Connect, 'Connect'],
@@ -341,13 +344,22 @@ export class VoiceManager {
   }
 
   #leaveIfAlone(guild: Guild): void {
+    if (!this.#isAlone(guild)) return;
+    // Discord empties a deleted channel before (or after) its CHANNEL_DELETE: looking again a moment later lets
+    // the deletion be told as what it is, rather than as "nobody is listening".
+    setTimeout(() => {
+      if (this.#isAlone(guild)) this.get(guild.id)?.end('alone');
+    }, ALONE_GRACE_MS).unref();
+  }
+
+  /** True when Herald's session in `guild` is in a channel that still exists and has no human in it. */
+  #isAlone(guild: Guild): boolean {
     const session = this.get(guild.id);
     const channelId = session?.channelId;
-    if (!session || !channelId) return;
+    if (!session || session.ended || !channelId) return false;
     const channel = guild.channels.cache.get(channelId);
-    if (!channel?.isVoiceBased()) return;
-    const humans = channel.members.filter((member) => !member.user.bot);
-    if (humans.size === 0) session.end('alone');
+    if (!channel?.isVoiceBased()) return false;
+    return channel.members.filter((member) => !member.user.bot).size === 0;
   }
 
   /** Coalesces a session's changes into one snapshot per tick. */

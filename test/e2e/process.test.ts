@@ -106,6 +106,21 @@ describe('npm start', () => {
     expect(output).not.toContain('sandbox');
   });
 
+  it('starts as one process with the shard variables set but empty, as a .env copied from .env.example has them', async () => {
+    const guild = discord.createGuild({ name: 'Empty Shards Test' });
+    guild.addTextChannel('general');
+    const bot = run(
+      INDEX,
+      [],
+      { ...goodEnv(), SHARD_COUNT: '', SHARD_IDS: '', SHARD_PROCESSES: '' },
+      /"msg":"logged in"/,
+    );
+    const first = await Promise.race([bot.seen, bot.done.then((r) => r.output)]);
+    expect(first).toMatch(/"msg":"logged in"/);
+    bot.child.kill('SIGTERM');
+    expect((await bot.done).code).toBe(0);
+  });
+
   it('logs in, answers, shuts down cleanly on SIGTERM, and never prints the token or the key', async () => {
     const guild = discord.createGuild({ name: 'Process Test' });
     guild.addTextChannel('general');

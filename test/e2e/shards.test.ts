@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -538,6 +538,70 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
     }
   });
 
+  it('pays once for one sentence asked in 10 servers spread over 4 shards at the same moment; the metrics count it once', async () => {
+    const url = await createDatabase((cluster as { url: string }).url);
+    tts.balanceUsd = 10;
+    const cacheDir = join(dir, 'one-cache-for-the-machine');
+    // A folder an older Herald kept for a shard process: adopted, not left an orphan.
+    mkdirSync(join(cacheDir, 'shard-2'), { recursive: true });
+    const group = await startGroup(url, {
+      SHARD_COUNT: '4',
+      METRICS_PORT: '0',
+      AUDIO_CACHE_MB: '8',
+      AUDIO_CACHE_DIR: cacheDir,
+    });
+    try {
+      const sentence = 'One sentence, ten servers, four shards.';
+      const paidFor = () =>
+        tts.requests.filter(
+          (r) => (r.body as { text?: string } | undefined)?.text === sentence && r.chargedUsd > 0,
+        );
+      // Ten servers, round robin over the shards, so every shard process asks.
+      const byShard = [0, 1, 2, 3].map((shard) => servers.filter((s) => shardOf(s.guild.id, 4) === shard));
+      const ten = Array.from({ length: 10 }, (_, i) => byShard[i % 4]?.[Math.floor(i / 4)]).filter(
+        (server): server is Server => server !== undefined,
+      );
+      expect(new Set(ten.map((s) => shardOf(s.guild.id, 4))).size).toBe(4);
+      expect(ten).toHaveLength(10);
+      for (const server of ten) discord.voice(server.guild).clear();
+      const replies = await Promise.all(
+        ten.map((s) =>
+          discord.slash(s.members[0] as Member, 'speak', { text: sentence }, { channel: s.text }),
+        ),
+      );
+      expect(replies.map((r) => r.content)).toEqual(replies.map(() => expect.stringMatching(ACCEPTED)));
+      const heard = await Promise.all(
+        ten.map((s) => discord.voice(s.guild).untilSilent({ timeoutMs: 30_000 })),
+      );
+      expect(heard.every((h) => h.segments.length >= 1 && h.soundMs > 0)).toBe(true);
+      expect(paidFor()).toHaveLength(1);
+
+      await vi.waitFor(
+        () => expect(readdirSync(cacheDir).filter((n) => n.endsWith('.hac'))).toHaveLength(1),
+        {
+          timeout: 10_000,
+          interval: 100,
+        },
+      );
+      expect(readdirSync(cacheDir).filter((name) => name.startsWith('shard-'))).toEqual([]);
+      const endpoint = linesOf(group).find((l) => l.msg === 'ops endpoint listening')?.url as string;
+      await vi.waitFor(
+        async () => {
+          const metrics = await (await fetch(`${endpoint}/metrics`)).text();
+          expect(metrics).toMatch(/^herald_audio_cache_entries 1$/m);
+        },
+        { timeout: 10_000, interval: 200 },
+      );
+      const metrics = await (await fetch(`${endpoint}/metrics`)).text();
+      const fileBytes = readdirSync(cacheDir)
+        .filter((n) => n.endsWith('.hac'))
+        .reduce((sum, n) => sum + statSync(join(cacheDir, n)).size, 0);
+      expect(metrics).toMatch(new RegExp(`^herald_audio_cache_bytes ${fileBytes}$`, 'm'));
+    } finally {
+      await stopGroup(group);
+    }
+  });
+
   it.skipIf(defaultShardProcesses(AUTO, machineShape()) === undefined)(
     'npm start with SHARD_PROCESSES=auto runs twice the cores (as the memory holds) as shard processes, and each one speaks',
     async () => {
@@ -575,19 +639,15 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
           const heard = await discord.voice(server.guild).untilSilent({ timeoutMs: 20_000 });
           expect(heard.segments).toHaveLength(1);
         }
-        // Each shard keeps its audio in a folder of its own, bounded by its share of the machine's 8 MB.
+        // Every shard keeps its audio in the machine's one folder: the sentence every shard was asked is there once.
         await vi.waitFor(
-          () =>
-            expect(readdirSync(cacheDir).sort()).toEqual(
-              Array.from({ length: count }, (_, id) => `shard-${id}`).sort(),
-            ),
-          { timeout: 10_000, interval: 100 },
+          () => expect(readdirSync(cacheDir).filter((n) => n.endsWith('.hac'))).toHaveLength(1),
+          {
+            timeout: 10_000,
+            interval: 100,
+          },
         );
-        for (let id = 0; id < count; id += 1) {
-          expect(
-            readdirSync(join(cacheDir, `shard-${id}`)).filter((name) => name.endsWith('.hac')),
-          ).toHaveLength(1);
-        }
+        expect(readdirSync(cacheDir).filter((name) => name.startsWith('shard-'))).toEqual([]);
       } finally {
         await stopGroup(group);
       }

@@ -24,16 +24,7 @@ describe('parseShardConfig', () => {
     // The ShardingManager's child: its own shard, whatever SHARD_IDS the group had.
     {
       env: { SHARDING_MANAGER: 'true', SHARDS: '9', SHARD_COUNT: '16', SHARD_IDS: '8-15' },
-      value: { count: 16, ids: [9], managed: true, processesHere: 1 },
-    },
-    // Its manager says how many shard processes run on this machine (a nonsense value counts as one).
-    {
-      env: { SHARDING_MANAGER: 'true', SHARDS: '2', SHARD_COUNT: '4', HERALD_SHARD_PROCESSES: '4' },
-      value: { count: 4, ids: [2], managed: true, processesHere: 4 },
-    },
-    {
-      env: { SHARDING_MANAGER: 'true', SHARDS: '2', SHARD_COUNT: '4', HERALD_SHARD_PROCESSES: '0' },
-      value: { count: 4, ids: [2], managed: true, processesHere: 1 },
+      value: { count: 16, ids: [9], managed: true },
     },
   ])('$env', ({ env, value }) => {
     const result = parseShardConfig(env);

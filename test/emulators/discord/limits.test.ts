@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type DiscordEmulator, startDiscordEmulator } from '../../../emulators/discord/index.ts';
 import { choicesRefusal, messageLimitRefusal } from '../../../emulators/discord/limits.ts';
 
 describe('the Discord emulator’s limits', () => {
@@ -49,5 +50,28 @@ describe('the Discord emulator’s limits', () => {
     expect(choicesRefusal({ choices: [{ name: 'n', value: 'v'.repeat(101) }] })).toMatchObject({
       status: 400,
     });
+  });
+});
+
+describe('the emulator’s REST routes', () => {
+  let emulator: DiscordEmulator | undefined;
+  afterEach(async () => {
+    await emulator?.close();
+  });
+
+  it('refuses a channel message edit over 2,000 characters (50035) and leaves the message as it was', async () => {
+    emulator = await startDiscordEmulator();
+    const text = emulator.createGuild({ name: 'g' }).addTextChannel('t');
+    const headers = { authorization: `Bot ${emulator.token}`, 'content-type': 'application/json' };
+    const url = `${emulator.restUrl}/v10/channels/${text.id}/messages`;
+    const posted = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ content: 'first' }) });
+    const { id } = (await posted.json()) as { id: string };
+    const edit = (content: string) =>
+      fetch(`${url}/${id}`, { method: 'PATCH', headers, body: JSON.stringify({ content }) });
+    const refused = await edit('x'.repeat(2_001));
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ code: 50035, errors: { content: {} } });
+    expect(emulator.channelMessages(text).map((m) => m.content)).toEqual(['first']);
+    expect((await edit('x'.repeat(2_000))).status).toBe(200);
   });
 });
