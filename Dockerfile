@@ -1,6 +1,6 @@
 # Herald's container image. Two stages: the first compiles the Opus addon (it needs a C toolchain), the second
 # carries only Node, the production dependencies and Herald's sources, and runs as the unprivileged `node` user.
-# Build: docker build -t herald .   Run: see compose.yaml and the README's "Container" section.
+# Build: docker build -t herald .   Run: see compose.yaml and docs/operating.md, "Container".
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
@@ -27,7 +27,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 # jemalloc in place of glibc's malloc, preloaded into every Herald process (shards inherit the environment): DAVE's
 # library allocates and frees for every voice frame, and glibc's malloc and free took a third of that call's CPU
-# (README, Performance). The link gives it one path on every architecture; `npm run doctor` says which one runs.
+# (docs/performance.md). The link gives it one path on every architecture; `npm run doctor` says which one runs.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libjemalloc2 \
  && rm -rf /var/lib/apt/lists/* \
@@ -45,7 +45,7 @@ EXPOSE 9464
 # /healthz answers while the process runs; orchestrators should use /readyz for readiness.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.METRICS_PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Node 24 runs the TypeScript sources directly (type stripping), as `npm start` does: twice the container's cores as
-# shard processes under one manager (which serves METRICS_PORT), as many as its memory limit holds at 512 MB each,
-# unless SHARD_COUNT is set; SHARD_COUNT=1: one process.
+# Node 24 runs the TypeScript sources directly (type stripping), as `npm start` does: one process by default;
+# SHARD_PROCESSES=auto runs twice the container's cores as shard processes under one manager (which serves
+# METRICS_PORT), as many as its memory limit holds at 512 MB each.
 CMD ["node", "src/index.ts"]

@@ -30,7 +30,7 @@ export interface BenchOptions {
   /**
    * The memory allocator Herald runs on: `jemalloc` preloads it (`LD_PRELOAD`), as the container image does;
    * `glibc` (the default) runs Node's own. At 1,000 servers, over a day's fresh runs, jemalloc read a median of
-   * 3.7 % late (0.88–21.94 %) and glibc 6.6 % (2.25–63.46 %) (README, Performance).
+   * 3.7 % late (0.88–21.94 %) and glibc 6.6 % (2.25–63.46 %) (docs/performance.md).
    */
   readonly heraldAllocator?: 'jemalloc' | 'glibc';
   /**
@@ -43,8 +43,8 @@ export interface BenchOptions {
    * this machine with Herald, where on Discord they have machines of their own and take none of its CPU: with
    * Herald ahead of them (below 0) its audio cycle runs when it falls due and they take what it leaves, as the
    * voice receiver (nice −15) is ahead of both; at 0 they compete as equals, and at 1,000 servers on a slow host
-   * the world's start-up work made 72–80 % of packets late where Herald at −5 made 9–22 % (the notebook,
-   * 2026-11-27 evening); at 750, −10 was less late than −5 in four pairs of four (the notebook, 2026-11-27 night).
+   * the world's start-up work made 72–80 % of packets late where Herald at −5 made 9–22 % (docs/performance-log.md,
+   * 2026-11-27 evening); at 750, −10 was less late than −5 in four pairs of four (the same log, 2026-11-27 night).
    * Above 0 the world goes first. Setting it below 0 needs root.
    */
   readonly heraldNice?: number;

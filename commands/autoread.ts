@@ -13,8 +13,8 @@ import {
   type AutoReadSettingsPatch,
   type AutoReadStore,
 } from '../src/autoread/settings.ts';
-import type { Command, Deps } from '../src/command.ts';
-import { respondEphemeral } from '../src/replies.ts';
+import type { Command, Deps } from '../src/discord/command.ts';
+import { respondEphemeral } from '../src/discord/replies.ts';
 
 /** /autoread needs the auto-read store beside the common deps. */
 type AutoReadDeps = Deps & { readonly autoread: AutoReadStore };

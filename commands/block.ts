@@ -1,6 +1,12 @@
-import { InteractionContextType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
-import type { Command } from '../src/command.ts';
-import { respondEphemeral } from '../src/replies.ts';
+import {
+  type ButtonInteraction,
+  InteractionContextType,
+  PermissionFlagsBits,
+  SlashCommandBuilder,
+} from 'discord.js';
+import type { Command, Deps } from '../src/discord/command.ts';
+import { pageButtons, paginate } from '../src/discord/pages.ts';
+import { NO_MENTIONS, respondEphemeral } from '../src/discord/replies.ts';
 
 export const block = {
   data: new SlashCommandBuilder()
@@ -22,13 +28,8 @@ export const block = {
       return respondEphemeral(interaction, '/block needs the Manage Server permission.');
     }
     if (interaction.options.getSubcommand(true) === 'list') {
-      const blocked = await deps.members.blockedMembers(interaction.guildId);
-      return respondEphemeral(
-        interaction,
-        blocked.length === 0
-          ? 'Nobody is blocked in this server.'
-          : `Blocked: ${blocked.map((id) => `<@${id}>`).join(', ')}. /unblock lifts it.`,
-      );
+      const { content, components } = await renderList(deps, interaction.guildId, 0);
+      return respondEphemeral(interaction, content, { components });
     }
     const user = interaction.options.getUser('user', true);
     const changed = await deps.members.setBlocked(interaction.guildId, user.id, true);
@@ -39,4 +40,34 @@ export const block = {
         : `<@${user.id}> was already blocked.`,
     );
   },
+
+  async button(interaction: ButtonInteraction<'cached'>, deps: Deps) {
+    // Custom id: block:<page>. Paging shows the list to whoever holds it; /block list asked for Manage Server.
+    const page = Number.parseInt(interaction.customId.split(':')[1] ?? '0', 10) || 0;
+    await interaction.update({
+      ...(await renderList(deps, interaction.guildId, page)),
+      allowedMentions: NO_MENTIONS,
+    });
+  },
 } satisfies Command;
+
+/** Blocked members per page: mentions are about 25 characters, so 40 fit a message whatever their ids. */
+const PAGE_SIZE = 40;
+
+/** One page of the block list, with buttons when there are several. */
+async function renderList(deps: Deps, guildId: string, requestedPage: number) {
+  const blocked = await deps.members.blockedMembers(guildId);
+  const pages = paginate(
+    blocked.map((id) => `• <@${id}>`),
+    { maxLines: PAGE_SIZE, reserve: 100 },
+  );
+  const page = Math.min(Math.max(requestedPage, 0), pages.length - 1);
+  const content =
+    blocked.length === 0
+      ? 'Nobody is blocked in this server.'
+      : [
+          `**Blocked** · page ${page + 1} of ${pages.length} · ${blocked.length} member${blocked.length === 1 ? '' : 's'} · /unblock lifts it`,
+          ...(pages[page] ?? []),
+        ].join('\n');
+  return { content, components: pageButtons('block', page, pages.length) };
+}

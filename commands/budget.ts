@@ -15,9 +15,9 @@ import {
   utcDay,
 } from '../src/budget/index.ts';
 import type { CacheSavings } from '../src/cache/index.ts';
-import type { Command, Deps } from '../src/command.ts';
-import { formatCount } from '../src/numbers.ts';
-import { respondEphemeral } from '../src/replies.ts';
+import type { Command, Deps } from '../src/discord/command.ts';
+import { formatCount } from '../src/discord/member-facing.ts';
+import { respondEphemeral } from '../src/discord/replies.ts';
 
 /** Member lines shown by `/budget show`; keeps the reply far below Discord's 2,000-character limit. */
 const MAX_MEMBER_LINES = 15;

@@ -1,21 +1,21 @@
 import {
-  ActionRowBuilder,
-  ButtonBuilder,
   type ButtonInteraction,
-  ButtonStyle,
   escapeMarkdown,
   InteractionContextType,
   MessageFlags,
   PermissionFlagsBits,
   SlashCommandBuilder,
 } from 'discord.js';
-import type { Command, Deps } from '../src/command.ts';
+import type { Command, Deps } from '../src/discord/command.ts';
+import { pageButtons, paginate } from '../src/discord/pages.ts';
+import { NO_MENTIONS, respondEphemeral } from '../src/discord/replies.ts';
 import { MEMBER_LIMITS } from '../src/members/index.ts';
-import { NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
 
 const NAME = 'dictionary';
 /** Entries per page: short lines, far below the 2,000-character message limit. */
 const PAGE_SIZE = 20;
+/** Room kept for the page's header line. */
+const HEADER_CHARS = 100;
 
 export const dictionary = {
   data: new SlashCommandBuilder()
@@ -109,34 +109,18 @@ export const dictionary = {
 
 async function renderList(deps: Deps, guildId: string, requestedPage: number) {
   const entries = await deps.members.dictionary(guildId);
-  const pages = Math.max(1, Math.ceil(entries.length / PAGE_SIZE));
-  const page = Math.min(Math.max(requestedPage, 0), pages - 1);
-  const lines = entries
-    .slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE)
-    .map((entry) => `• ${escapeMarkdown(entry.word)} → ${escapeMarkdown(entry.spoken)}`);
+  // Pages by count and by length: 20 words of 100 characters each would not fit one message.
+  const pages = paginate(
+    entries.map((entry) => `• ${escapeMarkdown(entry.word)} → ${escapeMarkdown(entry.spoken)}`),
+    { maxLines: PAGE_SIZE, reserve: HEADER_CHARS },
+  );
+  const page = Math.min(Math.max(requestedPage, 0), pages.length - 1);
   const content =
     entries.length === 0
       ? 'The dictionary is empty. Admins add words with /dictionary add.'
       : [
-          `**Pronunciation dictionary** · page ${page + 1} of ${pages} · ${entries.length} of ${MEMBER_LIMITS.dictionaryEntries} words`,
-          ...lines,
+          `**Pronunciation dictionary** · page ${page + 1} of ${pages.length} · ${entries.length} of ${MEMBER_LIMITS.dictionaryEntries} words`,
+          ...(pages[page] ?? []),
         ].join('\n');
-  const components =
-    pages > 1
-      ? [
-          new ActionRowBuilder<ButtonBuilder>().addComponents(
-            new ButtonBuilder()
-              .setCustomId(`${NAME}:${page - 1}`)
-              .setLabel('Previous')
-              .setStyle(ButtonStyle.Secondary)
-              .setDisabled(page === 0),
-            new ButtonBuilder()
-              .setCustomId(`${NAME}:${page + 1}`)
-              .setLabel('Next')
-              .setStyle(ButtonStyle.Secondary)
-              .setDisabled(page >= pages - 1),
-          ),
-        ]
-      : [];
-  return { content, components, allowedMentions: NO_MENTIONS };
+  return { content, components: pageButtons(NAME, page, pages.length), allowedMentions: NO_MENTIONS };
 }

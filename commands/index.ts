@@ -3,11 +3,12 @@ import {
   InteractionContextType,
   type RESTPostAPIApplicationCommandsJSONBody,
 } from 'discord.js';
-import type { Command, MessageCommand } from '../src/command.ts';
+import type { Command, MessageCommand } from '../src/discord/command.ts';
 import { autoread } from './autoread.ts';
 import { block } from './block.ts';
 import { budget } from './budget.ts';
 import { dictionary } from './dictionary.ts';
+import { forgetMe } from './forget-me.ts';
 import { join } from './join.ts';
 import { leave } from './leave.ts';
 import { nickname } from './nickname.ts';
@@ -36,6 +37,7 @@ export const commands: readonly Command[] = [
   dictionary,
   block,
   unblock,
+  forgetMe,
 ];
 
 /** Every message command (right-click a message → Apps). */

@@ -1,7 +1,7 @@
 import { escapeMarkdown, InteractionContextType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
-import type { Command } from '../src/command.ts';
+import type { Command } from '../src/discord/command.ts';
+import { respondEphemeral } from '../src/discord/replies.ts';
 import { MEMBER_LIMITS } from '../src/members/index.ts';
-import { respondEphemeral } from '../src/replies.ts';
 
 export const nickname = {
   data: new SlashCommandBuilder()

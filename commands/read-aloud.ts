@@ -11,9 +11,9 @@ import {
 } from 'discord.js';
 import { spokenTextOf, toSpeakOf } from '../src/autoread/spoken.ts';
 import { describeRefusal } from '../src/budget/index.ts';
-import type { Deps, MessageCommand } from '../src/command.ts';
-import { acknowledgeEphemeral } from '../src/replies.ts';
-import { resolveSpeaker } from '../src/speakers.ts';
+import type { Deps, MessageCommand } from '../src/discord/command.ts';
+import { acknowledgeEphemeral } from '../src/discord/replies.ts';
+import { resolveSpeaker } from '../src/members/speakers.ts';
 import { countCharacters, type Speaker } from '../src/tts/index.ts';
 import { sendVoiceMessage } from '../src/voice-message/index.ts';
 import { BLOCKED, sayInVoice } from './shared.ts';

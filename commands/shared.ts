@@ -1,13 +1,8 @@
-import {
-  type AutocompleteInteraction,
-  type CommandInteraction,
-  MessageFlags,
-  type VoiceBasedChannel,
-} from 'discord.js';
-import type { Deps } from '../src/command.ts';
-import { formatCount } from '../src/numbers.ts';
-import { describeFailure, NO_MENTIONS } from '../src/replies.ts';
-import { rankSpeakers } from '../src/speakers.ts';
+import type { AutocompleteInteraction, CommandInteraction, VoiceBasedChannel } from 'discord.js';
+import type { Deps } from '../src/discord/command.ts';
+import { formatCount } from '../src/discord/member-facing.ts';
+import { describeFailure, followUpLater } from '../src/discord/replies.ts';
+import { rankSpeakers } from '../src/members/speakers.ts';
 import type { Speaker } from '../src/tts/index.ts';
 import type { EnqueueOutcome, JoinOutcome } from '../src/voice/manager.ts';
 
@@ -52,13 +47,7 @@ export async function sayInVoice(
       const message = `I could not say “${preview(u.text)}”: ${describeFailure(error, deps.logger)}`;
       // A failure can come back before the reply below is sent; a follow-up needs that reply first.
       acknowledged
-        .then(() =>
-          interaction.followUp({
-            content: message,
-            flags: MessageFlags.Ephemeral,
-            allowedMentions: NO_MENTIONS,
-          }),
-        )
+        .then(() => followUpLater(interaction, message, deps.logger))
         .catch((followUpError: unknown) =>
           deps.logger.warn('could not report a failed utterance', { err: followUpError }),
         );
@@ -117,6 +106,8 @@ export function describeJoinRefusal(
       return `I can’t join your voice channel: I am missing the ${outcome.permission} permission there.`;
     case 'channel-full':
       return 'Your voice channel is full, so I can’t join it.';
+    case 'afk-channel':
+      return 'You are in this server’s AFK channel, where nobody speaks, so I won’t join it. Join another voice channel and ask again.';
   }
 }
 

@@ -1,9 +1,9 @@
 import { type ChatInputCommandInteraction, InteractionContextType, SlashCommandBuilder } from 'discord.js';
 import { describeRefusal } from '../src/budget/index.ts';
-import type { Command, Deps } from '../src/command.ts';
-import { formatCount } from '../src/numbers.ts';
-import { acknowledgeEphemeral } from '../src/replies.ts';
-import { resolveSpeaker } from '../src/speakers.ts';
+import type { Command, Deps } from '../src/discord/command.ts';
+import { formatCount } from '../src/discord/member-facing.ts';
+import { acknowledgeEphemeral } from '../src/discord/replies.ts';
+import { resolveSpeaker } from '../src/members/speakers.ts';
 import { compilePronunciations, normaliseSpeech } from '../src/text/normalise.ts';
 import { countCharacters, MAX_TEXT_CHARACTERS } from '../src/tts/index.ts';
 import { sendVoiceMessage, USER_INSTALL_LEDGER_ID, userInstallRefusal } from '../src/voice-message/index.ts';

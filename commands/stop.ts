@@ -1,6 +1,6 @@
 import { InteractionContextType, SlashCommandBuilder } from 'discord.js';
-import type { Command } from '../src/command.ts';
-import { respondEphemeral } from '../src/replies.ts';
+import type { Command } from '../src/discord/command.ts';
+import { respondEphemeral } from '../src/discord/replies.ts';
 
 export const stop = {
   data: new SlashCommandBuilder()

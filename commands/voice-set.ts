@@ -1,7 +1,7 @@
 import { InteractionContextType, PermissionFlagsBits, SlashCommandBuilder } from 'discord.js';
-import type { Command } from '../src/command.ts';
-import { acknowledgeEphemeral, respondEphemeral } from '../src/replies.ts';
-import { findSpeaker } from '../src/speakers.ts';
+import type { Command } from '../src/discord/command.ts';
+import { acknowledgeEphemeral, respondEphemeral } from '../src/discord/replies.ts';
+import { findSpeaker } from '../src/members/speakers.ts';
 import { speakerAutocomplete } from './shared.ts';
 
 export const voiceSet = {

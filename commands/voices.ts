@@ -11,11 +11,11 @@ import {
   PermissionFlagsBits,
   SlashCommandBuilder,
 } from 'discord.js';
-import type { Command, Deps } from '../src/command.ts';
+import type { Command, Deps } from '../src/discord/command.ts';
+import { describeFailure, NO_MENTIONS, respondEphemeral } from '../src/discord/replies.ts';
 import { resolveTemperature } from '../src/members/index.ts';
 import { previewRequest } from '../src/members/preview.ts';
-import { describeFailure, NO_MENTIONS, respondEphemeral } from '../src/replies.ts';
-import { describeLanguages, findSpeaker } from '../src/speakers.ts';
+import { describeLanguages, findSpeaker } from '../src/members/speakers.ts';
 import type { Speaker } from '../src/tts/index.ts';
 import { describeJoinRefusal, describeQueueFull, speakerAutocomplete } from './shared.ts';
 

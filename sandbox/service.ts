@@ -80,6 +80,7 @@ export const FAULTS: Readonly<Record<string, { label: string; fault: Fault }>> =
   },
   stall: { label: 'stall mid-stream', fault: { kind: 'stall', afterBytes: 400, ms: 30_000 } },
   reset: { label: 'connection reset', fault: { kind: 'reset', afterBytes: 400 } },
+  'ends-early': { label: 'ends cleanly at half', fault: { kind: 'truncate', fraction: 0.5 } },
 };
 
 const LEDGER_ROWS = 50;

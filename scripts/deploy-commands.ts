@@ -3,7 +3,7 @@ import 'dotenv/config';
 import { parseArgs } from 'node:util';
 import { REST, Routes } from 'discord.js';
 import { commandBodies } from '../commands/index.ts';
-import { isSnowflake } from '../src/snowflake.ts';
+import { isSnowflake } from '../src/discord/snowflake.ts';
 import { parseUserInstallConfig } from '../src/voice-message/index.ts';
 
 const token = process.env.DISCORD_TOKEN?.trim();

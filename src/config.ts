@@ -1,8 +1,9 @@
 import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
 import { type CacheConfig, parseCacheConfig } from './cache/index.ts';
+import { isSnowflake } from './discord/snowflake.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { type PrivacyConfig, parsePrivacyConfig } from './privacy/index.ts';
 import { parseShardConfig, type ShardConfig } from './shard/config.ts';
-import { isSnowflake } from './snowflake.ts';
 import type { DatabaseConfig } from './storage/open.ts';
 import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
 import { DEFAULT_FRAMES_PER_PACKET } from './voice/session.ts';
@@ -51,6 +52,8 @@ export interface Config {
   readonly shards: ShardConfig;
   /** `USER_INSTALL` and `USER_INSTALL_CHARS_PER_DAY`: voice messages from Herald installed to a member's account. */
   readonly userInstall: UserInstallConfig;
+  /** `DATA_RETENTION_DAYS`: how long a server's data outlives Herald's removal from it. */
+  readonly privacy: PrivacyConfig;
 }
 
 /** The environment as read: every value a string or absent. */
@@ -95,18 +98,16 @@ export function parseConfig(env: Env): ConfigResult {
   const userInstall = parseUserInstallConfig(env);
   if (!userInstall.ok) problems.push(...userInstall.problems);
 
+  const privacy = parsePrivacyConfig(env);
+  if (!privacy.ok) problems.push(...privacy.problems);
+
   const database = parseDatabaseUrl(
     value('DATABASE_URL') ?? 'sqlite:./data/herald.sqlite',
     value('DATABASE_POOL_SIZE'),
     problems,
   );
 
-  const managed = shards.ok && shards.value.managed ? shards.value : undefined;
-  const cache = parseCacheConfig(
-    env,
-    database.kind === 'sqlite' ? database.path : '',
-    managed ? { id: managed.ids?.[0] ?? 0, of: managed.processesHere ?? 1 } : undefined,
-  );
+  const cache = parseCacheConfig(env, database.kind === 'sqlite' ? database.path : '');
   if (!cache.ok) problems.push(...cache.problems);
 
   const logLevel = (value('LOG_LEVEL') ?? 'info').toLowerCase();
@@ -155,6 +156,7 @@ export function parseConfig(env: Env): ConfigResult {
     !cache.ok ||
     !shards.ok ||
     !userInstall.ok ||
+    !privacy.ok ||
     token === undefined ||
     applicationId === undefined ||
     !isLogLevel(logLevel)
@@ -177,6 +179,7 @@ export function parseConfig(env: Env): ConfigResult {
       ops: { port: metricsPort, host: value('METRICS_HOST') ?? '127.0.0.1', token: metricsToken },
       shards: shards.value,
       userInstall: userInstall.value,
+      privacy: privacy.value,
     },
   };
 }

@@ -3,16 +3,20 @@ import { existsSync } from 'node:fs';
 import { isUnconfigured, parseConfig, secretsOf } from './config.ts';
 import { startHerald } from './herald.ts';
 import { createLogger } from './log.ts';
-import { defaultShardProcesses } from './shard/config.ts';
+import { defaultShardProcesses, SHARD_PROCESSES_OPTION } from './shard/config.ts';
 import { machineShape } from './shard/machine.ts';
 
 // The process entry: configuration from the environment (and .env), a logger, then the bot. Only this file exits.
 // With no Discord and no TTS configuration at all, a first-time visitor gets the sandbox (sandbox/main.ts). An
 // installation without it (the container image ships only the bot) lists what to configure instead. On a machine
-// of several cores, with no SHARD_COUNT, the bot runs as twice the cores' shard processes, as many as its memory
-// holds (src/shard/main.ts, which spawns this file once for each shard); SHARD_COUNT=1 keeps it to this one process.
+// Herald runs as this one process unless the operator asks for shard processes with SHARD_PROCESSES (a number, or
+// auto: twice the cores, as the memory holds); then src/shard/main.ts spawns this file once for each shard.
 const SANDBOX = new URL('../sandbox/main.ts', import.meta.url);
 const SHARDS = new URL('./shard/main.ts', import.meta.url);
+// Set but empty is unset, as everywhere in Herald's configuration (a .env copied from .env.example says
+// `SHARD_COUNT=`). discord.js also reads SHARD_COUNT and SHARDS from the environment on its own, and takes '' for 0:
+// "The shardCount option must be a number greater than or equal to 1".
+for (const name of ['SHARD_COUNT', 'SHARDS']) if (process.env[name]?.trim() === '') delete process.env[name];
 if (isUnconfigured(process.env) && existsSync(SANDBOX)) {
   await import(SANDBOX.href);
 } else {
@@ -23,6 +27,8 @@ if (isUnconfigured(process.env) && existsSync(SANDBOX)) {
     await startBot(parsed);
   } else {
     process.env.SHARD_COUNT = String(shardProcesses);
+    // The manager and its shards read SHARD_COUNT now; both set would be a contradiction to them.
+    delete process.env[SHARD_PROCESSES_OPTION];
     await import(SHARDS.href);
   }
 }
@@ -69,12 +75,20 @@ async function startBot(parsed: ReturnType<typeof parseConfig>): Promise<void> {
   // From the first moment: a stop that arrives while Herald is still starting exits cleanly too.
   let stopping = false;
   const shutdown = (signal: string) => {
+    // A stop is often asked more than once: systemd (KillMode=control-group) and a terminal's Ctrl-C signal every
+    // process of the group, and then the sharding manager passes the stop on to each shard. The first one stops;
+    // the others must not end the process (with no listener left, Node's default for SIGTERM kills it at once, and
+    // cut the sentence being said).
+    if (stopping) {
+      logger.info('already stopping', { signal });
+      return;
+    }
     logger.info('shutting down', { signal });
     stopping = true;
     exitAfterStop(0);
   };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
   // A shard of `npm run start:shards` stops with its manager (its IPC channel closes), even after a kill -9 of it,
   // and even while it starts: a shard standing by for its lease would otherwise outlive its manager and, when the
   // other Herald stops, run its shards with no manager at all.

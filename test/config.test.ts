@@ -11,18 +11,17 @@ const valid = {
 };
 
 describe('parseConfig', () => {
-  it('gives a shard process of a manager its own audio cache folder and its share of the megabytes', () => {
+  it('gives a shard process of a manager the machine’s one audio cache folder and all of its megabytes', () => {
     const shard = parseConfig({
       ...valid,
       SHARDING_MANAGER: 'true',
       SHARDS: '1',
       SHARD_COUNT: '4',
-      HERALD_SHARD_PROCESSES: '4',
       AUDIO_CACHE_MB: '256',
     });
     expect(shard.ok && shard.value.cache).toMatchObject({
-      maxBytes: 64 * 1024 * 1024,
-      dir: 'data/audio-cache/shard-1',
+      maxBytes: 256 * 1024 * 1024,
+      dir: 'data/audio-cache',
     });
     // One process, whatever shards it runs inside: the whole folder and bound.
     const alone = parseConfig({ ...valid, SHARD_COUNT: '4', AUDIO_CACHE_MB: '256' });

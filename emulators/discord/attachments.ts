@@ -5,6 +5,7 @@
  * other form and permission errors (400, 403), which its documentation does not state for these codes.
  */
 import { PermissionFlagsBits } from 'discord.js';
+import { messageLimitRefusal } from './limits.ts';
 import { apiError, type RestResponse } from './rest.ts';
 
 /** A file the bot uploaded, with the attachment metadata it sent for it. */
@@ -146,10 +147,13 @@ function invalidForm(why: string): RestResponse {
 }
 
 /**
- * Discord's refusal of a message body's uploads (files not matching their metadata, a voice message breaking its
+ * Discord's refusal of a message body: over one of its limits (see limits.ts), or its uploads (files not matching their metadata, a voice message breaking its
  * rules), or undefined when it may be posted. `permissions`: the sender's in the channel.
  */
 export function uploadRefusal(body: Record<string, unknown>, permissions: bigint): RestResponse | undefined {
+  // Discord's length and count limits first (a message of 2,001 characters is refused whatever it carries).
+  const overLimit = messageLimitRefusal(body);
+  if (overLimit) return overLimit;
   const files = uploadedFiles(body);
   if (!Array.isArray(files)) return files;
   return voiceMessageRefusal(body, files, permissions);

@@ -12,6 +12,16 @@ export interface IdentifyRecord {
   readonly at: number;
   /** The `shard` field as sent, when it was valid; undefined for a shard-less IDENTIFY (Discord's [0, 1]). */
   readonly shard: ShardPair | undefined;
+  /** Its rate-limit bucket: `shard_id % max_concurrency` (one IDENTIFY per bucket per 5 s is Discord's rule). */
+  readonly bucket: number;
+}
+
+/** A RESUME the gateway accepted. */
+export interface ResumeRecord {
+  readonly at: number;
+  readonly shard: ShardPair;
+  /** How many missed dispatches were replayed before RESUMED. */
+  readonly replayed: number;
 }
 
 /** A gateway session, as tests see it. */
@@ -52,6 +62,10 @@ export interface GatewayOptions {
   readonly url: () => string;
   /** Most guilds one session may carry before Discord closes it with 4011 (sharding required); Discord: 2500. */
   readonly maxGuildsPerShard: number;
+  /** `max_concurrency` as GET /gateway/bot reports it; sets each IDENTIFY's bucket. */
+  readonly maxConcurrency: number;
+  /** How long a session whose socket closed (other than 1000/1001) or dropped can still be resumed. */
+  readonly resumeWindowMs: number;
   readonly hooks: GatewayHooks;
 }
 
@@ -71,6 +85,10 @@ export interface Gateway {
   /** The intents of the session owning `guildId` (shard 0's without one); 0 before IDENTIFY. */
   intents(guildId?: string): number;
   readonly identifies: readonly IdentifyRecord[];
+  /** Every RESUME accepted, in order; a RESUME of an ended or unknown session (answered op 9) is not here. */
+  readonly resumes: readonly ResumeRecord[];
+  /** IDENTIFYs and accepted RESUMEs of one shard id so far. */
+  countsOf(shardId: number): { identifies: number; resumes: number };
   /**
    * With a guild: its shard's session is ready. Without: every shard of the latest IDENTIFY's count has a ready
    * session.
@@ -83,7 +101,11 @@ export interface Gateway {
   dropHeartbeats(on: boolean): void;
   /** Sends op 7 to every connected session (or to one shard's): the client closes and resumes. */
   reconnect(shardId?: number): void;
-  /** Sends op 9 with `d: resumable` to every connected session (or one shard's); non-resumable ones are forgotten. */
+  /**
+   * Sends op 9 with `d: resumable` to every connected session (or one shard's); non-resumable ones are forgotten,
+   * connected or not, so a later RESUME of theirs gets op 9 `d: false` (Discord ending a session while the bot was
+   * away).
+   */
   invalidateSession(resumable: boolean, shardId?: number): void;
   /** Sends the next dispatch of `event` twice, with the same sequence (a replay of what the client had). */
   deliverTwice(event: string): void;
@@ -100,6 +122,8 @@ interface Session {
   readonly log: { s: number; t: string; d: unknown }[];
   ws: WebSocket | undefined;
   ready: boolean;
+  /** When its socket last went away (Date.now()); undefined while connected. */
+  awaySince: number | undefined;
 }
 
 const OP = {
@@ -125,6 +149,7 @@ export function shardOf(guildId: string, count: number): number {
 export function createGateway(options: GatewayOptions): Gateway {
   const wss = new WebSocketServer({ noServer: true });
   const identifies: IdentifyRecord[] = [];
+  const resumes: ResumeRecord[] = [];
   const heartbeats = { acked: 0, dropped: 0 };
   // One session per shard id; a session outlives its socket so that the bot can RESUME it.
   const sessions = new Map<number, Session>();
@@ -216,12 +241,21 @@ export function createGateway(options: GatewayOptions): Gateway {
       return;
     }
     const intents = d.intents ?? 0;
-    identifies.push({ intents, at: Date.now(), shard: parsed });
+    identifies.push({ intents, at: Date.now(), shard: parsed, bucket: shard[0] % options.maxConcurrency });
     const previous = sessions.get(shard[0]);
     if (previous?.ws && previous.ws !== ws) previous.ws.close(4000, 'Superseded.');
     // Sessions of another shard count (a resharding) whose socket is gone are forgotten: nothing resumes them.
     for (const [id, other] of sessions) if (other.shard[1] !== shard[1] && !other.ws) sessions.delete(id);
-    const session: Session = { id: randomToken(16), intents, shard, seq: 0, log: [], ws, ready: false };
+    const session: Session = {
+      id: randomToken(16),
+      intents,
+      shard,
+      seq: 0,
+      log: [],
+      ws,
+      ready: false,
+      awaySince: undefined,
+    };
     sessions.set(shard[0], session);
     const owns = owner(session);
     sendTo(session, 'READY', {
@@ -242,15 +276,21 @@ export function createGateway(options: GatewayOptions): Gateway {
       ws.close(4004, 'Authentication failed.');
       return;
     }
-    const session = [...sessions.values()].find((s) => s.id === d.session_id);
+    const found = [...sessions.values()].find((s) => s.id === d.session_id);
+    const expired = found?.awaySince !== undefined && Date.now() - found.awaySince >= options.resumeWindowMs;
+    if (found && expired) sessions.delete(found.shard[0]);
+    const session = expired ? undefined : found;
     if (!session) {
       send(ws, { op: OP.invalid, d: false });
       return;
     }
     if (session.ws && session.ws !== ws) session.ws.close(4000, 'Resumed elsewhere.');
     session.ws = ws;
+    session.awaySince = undefined;
     const after = d.seq ?? 0;
-    for (const entry of session.log) if (entry.s > after) send(ws, { op: OP.dispatch, ...entry });
+    const missed = session.log.filter((entry) => entry.s > after);
+    for (const entry of missed) send(ws, { op: OP.dispatch, ...entry });
+    resumes.push({ at: Date.now(), shard: session.shard, replayed: missed.length });
     sendTo(session, 'RESUMED', null);
     wakeWaiters();
     options.hooks.onResumed();
@@ -296,8 +336,15 @@ export function createGateway(options: GatewayOptions): Gateway {
   wss.on('connection', (ws) => {
     send(ws, { op: OP.hello, d: { heartbeat_interval: options.heartbeatIntervalMs } });
     ws.on('message', (raw) => onMessage(ws, raw));
-    ws.on('close', () => {
-      for (const session of sessions.values()) if (session.ws === ws) session.ws = undefined;
+    ws.on('close', (code) => {
+      for (const [id, session] of sessions) {
+        if (session.ws !== ws) continue;
+        session.ws = undefined;
+        session.awaySince = Date.now();
+        // As Discord: a close 1000 or 1001 from the client ends its session; any other close, or a dropped socket,
+        // leaves it resumable.
+        if (code === 1000 || code === 1001) sessions.delete(id);
+      }
     });
     ws.on('error', () => {});
   });
@@ -313,6 +360,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     sessionId: (guildId) => sessionFor(guildId)?.id,
     intents: (guildId) => sessionFor(guildId)?.intents ?? 0,
     identifies,
+    resumes,
+    countsOf: (shardId) => ({
+      identifies: identifies.filter((i) => (i.shard?.[0] ?? 0) === shardId).length,
+      resumes: resumes.filter((r) => r.shard[0] === shardId).length,
+    }),
     isReady,
     untilReady: () =>
       allConnected()
@@ -339,8 +391,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     invalidateSession: (resumable, shardId) => {
       for (const session of targets(shardId)) {
         const ws = session.ws;
-        if (!ws) continue;
         if (!resumable) sessions.delete(session.shard[0]);
+        if (!ws) continue;
         send(ws, { op: OP.invalid, d: resumable });
         // An invalidated session is sent nothing more until it resumes: what happens meanwhile is logged and
         // replayed after the sequence its RESUME names. Sent on as well, an event could reach the client after it

@@ -297,6 +297,8 @@ export function createGuilds(ctx: Context) {
           if (userId === botUser.id) disconnectBotVoice(guild);
         }
         guild.channels.delete(state.id);
+        // Discord clears a guild's AFK channel when that channel is deleted.
+        if (guild.afkChannelId === state.id) guild.afkChannelId = null;
         gateway.dispatch('CHANNEL_DELETE', channelPayload(state), INTENTS.guilds);
         notify();
       },
@@ -305,6 +307,29 @@ export function createGuilds(ctx: Context) {
         guild.voice.delete(botUser.id);
         guild.botPresent = false;
         gateway.dispatch('GUILD_DELETE', { id: guild.id });
+        notify();
+      },
+      serverMute: (member, muted) => {
+        const who = memberOf(member);
+        guild.serverMuted ??= new Set();
+        if (muted) guild.serverMuted.add(who.id);
+        else guild.serverMuted.delete(who.id);
+        const channelId = guild.voice.get(who.id);
+        if (channelId) dispatchVoiceState(guild, who, channelId);
+        notify();
+      },
+      setAfkChannel: (channel) => {
+        guild.afkChannelId = channel === null ? null : channelOf(channel).id;
+        if (botConnected(guild.id) && guild.botPresent) {
+          gateway.dispatch('GUILD_UPDATE', guildCreatePayload(guild, voiceSessionOf), INTENTS.guilds);
+        }
+        notify();
+      },
+      inviteBot: () => {
+        if (guild.botPresent) return;
+        guild.botPresent = true;
+        if (botConnected(guild.id))
+          gateway.dispatch('GUILD_CREATE', guildCreatePayload(guild, voiceSessionOf));
         notify();
       },
       botVoiceChannelId: () => guild.voice.get(botUser.id) ?? null,

@@ -42,7 +42,12 @@ export { IS_VOICE_MESSAGE } from './attachments.ts';
 export type { Heard, Hearing, VoiceCapture } from './capture.ts';
 export { describeHearing, hear, hearingOf, intervalStats, silenceInsideWords } from './capture.ts';
 export type { DaveEvent } from './dave-protocol.ts';
-export { type IdentifyRecord, type SessionView as GatewaySession, shardOf } from './gateway.ts';
+export {
+  type IdentifyRecord,
+  type ResumeRecord,
+  type SessionView as GatewaySession,
+  shardOf,
+} from './gateway.ts';
 export { buildHeldReader } from './held-reader.ts';
 export type { RestCall } from './rest.ts';
 export type { EncryptionMode } from './rtp.ts';
@@ -128,6 +133,8 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     heartbeatIntervalMs: o.gatewayHeartbeatMs ?? 41_250,
     url: () => gatewayUrl,
     maxGuildsPerShard: o.maxGuildsPerShard ?? 2500,
+    maxConcurrency: o.maxConcurrency ?? 1,
+    resumeWindowMs: o.gatewayResumeWindowMs ?? 180_000,
     hooks: {
       readyPayload: (owns) => ({
         user: { ...userPayload(botUser), verified: true, mfa_enabled: false, flags: 0 },
@@ -196,6 +203,8 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
     rest,
     commands,
     identifies: gateway.identifies,
+    resumes: gateway.resumes,
+    gatewayCounts: (shardId) => gateway.countsOf(shardId),
     gatewayHeartbeats: gateway.heartbeats,
     voiceHandshakes: voice.handshakes,
     receiverNice: voice.receiverNice,

@@ -1,4 +1,5 @@
 import { uploadRefusal } from './attachments.ts';
+import { choicesRefusal } from './limits.ts';
 import type { Messages } from './messages.ts';
 import {
   type ChannelState,
@@ -124,10 +125,16 @@ export function createInteractions(ctx: Context, m: Messages) {
         }
         break;
       }
-      case CALLBACK.autocomplete:
+      case CALLBACK.autocomplete: {
+        const overLimit = choicesRefusal(data);
+        if (overLimit) {
+          record.acknowledged = false;
+          return overLimit;
+        }
         record.choices = (Array.isArray(data.choices) ? data.choices : []) as InteractionRecord['choices'];
         notify();
         break;
+      }
       case CALLBACK.modal:
         notify();
         break;

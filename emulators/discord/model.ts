@@ -116,6 +116,10 @@ export interface GuildState {
   readonly botRoleId: string;
   /** False once the bot was removed from the guild. */
   botPresent: boolean;
+  /** The voice channel Discord moves idle members to (`afk_channel_id`), if the server has one. */
+  afkChannelId?: string | null;
+  /** Members a moderator server-muted (their voice state's `mute`). */
+  serverMuted?: Set<string>;
 }
 
 /** The bot's own user, as the emulator presents it. */
@@ -234,7 +238,7 @@ export function voiceStatePayload(
     member: memberPayload(member),
     session_id: sessionId,
     deaf: false,
-    mute: false,
+    mute: guild.serverMuted?.has(member.id) ?? false,
     self_deaf: selfDeaf,
     self_mute: false,
     self_video: false,
@@ -258,7 +262,7 @@ export function guildCreatePayload(
     banner: null,
     description: null,
     owner_id: guild.ownerId,
-    afk_channel_id: null,
+    afk_channel_id: guild.afkChannelId ?? null,
     afk_timeout: 300,
     verification_level: 0,
     default_message_notifications: 0,

@@ -1,6 +1,7 @@
 import { PermissionFlagsBits } from 'discord.js';
 import { uploadRefusal } from './attachments.ts';
 import type { Interactions } from './interactions.ts';
+import { messageLimitRefusal } from './limits.ts';
 import type { Messages } from './messages.ts';
 import { channelPayload, channelPermissions, memberPayload, snowflake, userPayload } from './model.ts';
 import { apiError, type RestCall, type RestResponse, type Route } from './rest.ts';
@@ -210,7 +211,10 @@ export function createRoutes(ctx: Context, m: Messages, i: Interactions, urls: G
         if (!message || message.channelId !== channelId || message.deleted || message.author) {
           return apiError(404, 10008, 'Unknown Message');
         }
-        applyBody(message, (call.body ?? {}) as Record<string, unknown>);
+        const body = (call.body ?? {}) as Record<string, unknown>;
+        const overLimit = messageLimitRefusal(body);
+        if (overLimit) return overLimit;
+        applyBody(message, body);
         message.editedTimestamp = new Date().toISOString();
         notify();
         return { status: 200, body: messagePayload(message) };

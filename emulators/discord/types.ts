@@ -5,7 +5,7 @@ import type { StoredFile } from './attachments.ts';
 import type { VoiceCapture } from './capture.ts';
 import type { DaveGroup } from './dave-group.ts';
 import type { DaveEvent } from './dave-protocol.ts';
-import type { IdentifyRecord, SessionView } from './gateway.ts';
+import type { IdentifyRecord, ResumeRecord, SessionView } from './gateway.ts';
 import type { buildHeldReader } from './held-reader.ts';
 import type { RestCall } from './rest.ts';
 import type { HeldSummary, UdpReceiver } from './udp-receiver.ts';
@@ -90,6 +90,15 @@ export interface Guild {
   deleteChannel(channel: Channel): void;
   /** The bot is kicked: GUILD_DELETE, voice socket closed 4014. */
   removeBot(): void;
+  /** The bot is invited back (after {@link removeBot}): GUILD_CREATE, as for a server it just joined. */
+  inviteBot(): void;
+  /**
+   * A moderator server-mutes (or unmutes) a member or the bot (`guild.bot`): its voice state's `mute`, sent as a
+   * VOICE_STATE_UPDATE when it is in a voice channel.
+   */
+  serverMute(member: Member, muted: boolean): void;
+  /** The server's AFK channel (a voice channel, or none): GUILD_UPDATE. */
+  setAfkChannel(channel: Channel | null): void;
   /** The voice channel the bot sits in, as far as the emulator knows. */
   botVoiceChannelId(): string | null;
   /** Who sits in `channel` (member ids, the bot included). */
@@ -138,6 +147,11 @@ export interface DiscordEmulatorOptions {
   shards?: number;
   /** `session_start_limit.max_concurrency` of `GET /gateway/bot`: default 1 (large bots get 16 or more). */
   maxConcurrency?: number;
+  /**
+   * How long a gateway session whose socket closed (other than 1000/1001) or dropped stays resumable; after it a
+   * RESUME gets op 9 `d: false`. Default 180 000 ms (Discord keeps sessions for minutes; it publishes no figure).
+   */
+  gatewayResumeWindowMs?: number;
   /** Most guilds one gateway session may carry before IDENTIFY is closed with 4011 (sharding required); 2500. */
   maxGuildsPerShard?: number;
   /**
@@ -186,7 +200,7 @@ export interface Faults {
   invalidateSession(resumable: boolean, shardId?: number): void;
   /**
    * Delivers the next `event` dispatch twice, with the same sequence number, as a RESUME naming a sequence older
-   * than what the client had handled makes a replay do (discord.js can name one: see src/first-sight.ts).
+   * than what the client had handled makes a replay do (discord.js can name one: see src/discord/first-sight.ts).
    */
   deliverTwice(event: string): void;
   /** While on, a voice join gets its VOICE_STATE_UPDATE but never a VOICE_SERVER_UPDATE. */
@@ -221,7 +235,14 @@ export interface DiscordEmulator {
   readonly commands: { global: Json[]; guild: Map<string, Json[]> };
   /** What the bot identified with, one entry per IDENTIFY. */
   readonly identifies: readonly IdentifyRecord[];
-  /** The gateway sessions held, one per shard id (a closed one stays until resumed or replaced). */
+  /** Every gateway RESUME accepted, in order, with how many missed dispatches it replayed. */
+  readonly resumes: readonly ResumeRecord[];
+  /** IDENTIFYs and accepted RESUMEs of one shard id so far. */
+  gatewayCounts(shardId: number): { identifies: number; resumes: number };
+  /**
+   * The gateway sessions held, one per shard id: one closed with another code than 1000/1001, or dropped, stays
+   * until resumed, replaced or invalidated; a close 1000/1001 ends it.
+   */
   gatewaySessions(): SessionView[];
   /** Every voice state request (gateway op 4) the bot sent, in order, and whether the emulator granted it. */
   readonly voiceRequests: readonly {

@@ -67,6 +67,7 @@ export async function streamChunks(
     if (chunk.atMs <= slowAfterMs) return paced ? start + chunk.atMs / speed : 0;
     return start + (paced ? slowAfterMs / speed : 0) + (chunk.atMs - slowAfterMs) / slowSpeed;
   };
+  const truncateAt = truncate && truncationPoint(truncate, chunks);
   let sent = 0;
   let stalled = false;
   let lastWrite = Number.NEGATIVE_INFINITY;
@@ -100,8 +101,8 @@ export async function streamChunks(
       res.socket?.destroy();
       return;
     }
-    if (truncate && sent + data.length >= truncate.afterBytes) {
-      await write(res, data.subarray(0, Math.max(0, truncate.afterBytes - sent)), signal);
+    if (truncateAt !== undefined && sent + data.length >= truncateAt) {
+      await write(res, data.subarray(0, Math.max(0, truncateAt - sent)), signal);
       if (!signal.aborted) res.end();
       return;
     }
@@ -109,4 +110,17 @@ export async function streamChunks(
     sent += data.length;
   }
   if (!signal.aborted) res.end();
+}
+
+/** The body offset a 'truncate' fault ends at: its bytes, or the last chunk boundary within its fraction. */
+function truncationPoint(fault: Extract<Fault, { kind: 'truncate' }>, chunks: TimedChunk[]): number {
+  if ('afterBytes' in fault) return fault.afterBytes;
+  const total = chunks.reduce((sum, chunk) => sum + chunk.data.length, 0);
+  const limit = Math.max(0, Math.min(1, fault.fraction)) * total;
+  let at = 0;
+  for (const chunk of chunks) {
+    if (at + chunk.data.length > limit) break;
+    at += chunk.data.length;
+  }
+  return at;
 }

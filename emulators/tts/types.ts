@@ -55,8 +55,13 @@ export type Fault =
   | { kind: 'slow'; speed: number; afterMs?: number }
   /** Destroy the socket after `afterBytes` of body. */
   | { kind: 'reset'; afterBytes: number }
-  /** End the response cleanly after `afterBytes` of body: a 200 whose audio stops short (charged in full). */
+  /**
+   * End the response cleanly, no reset, a 200 whose audio stops short (charged in full): after `afterBytes` of
+   * body, or at a `fraction` of it (0 to 1) rounded down to whole chunks (Ogg pages, WAV writes), so the body ends
+   * on a page boundary without the end-of-stream page; `fraction: 0` sends the headers and then ends.
+   */
   | { kind: 'truncate'; afterBytes: number }
+  | { kind: 'truncate'; fraction: number }
   /** A success with the wrong content type. */
   | { kind: 'content-type'; contentType: string }
   /**

@@ -434,6 +434,7 @@ function renderService() {
         ['slows-down', 'slows down after 1 s'],
         ['stall', 'stall'],
         ['reset', 'reset'],
+        ['ends-early', 'ends at half'],
       ].map(([fault, label]) =>
         el(
           'button',

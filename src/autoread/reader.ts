@@ -1,8 +1,8 @@
 import { MessageFlags } from 'discord.js';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../discord/member-facing.ts';
 import type { Logger } from '../log.ts';
 import type { MemberStore } from '../members/index.ts';
-import { resolveSpeaker } from '../speakers.ts';
+import { resolveSpeaker } from '../members/speakers.ts';
 import type { SettingsStore } from '../storage/index.ts';
 import { type MessageToSpeak, needsAuthorPrefix } from '../text/normalise.ts';
 import type { TtsClient } from '../tts/index.ts';

@@ -73,3 +73,19 @@ export function describeAlert(alert: BudgetAlert): string {
       return `Herald speaks again: the account balance is ${formatUsd(alert.balanceUsd)}, above the floor (${formatUsd(alert.floorUsd)}).`;
   }
 }
+
+/** Logs each alert (a resume as info, the rest as warnings), then hands it to `onAlert`, whose failure is logged. */
+export function reportAlerts(
+  logger: Logger,
+  onAlert: ((alert: BudgetAlert) => void) | undefined,
+): (alert: BudgetAlert) => void {
+  return (event) => {
+    if (event.kind === 'resumed') logger.info('budget resumed', { ...event });
+    else logger.warn(`budget ${event.kind}`, { ...event });
+    try {
+      onAlert?.(event);
+    } catch (error) {
+      logger.error('budget alert handler failed', { err: error });
+    }
+  };
+}

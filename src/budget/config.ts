@@ -1,4 +1,4 @@
-import { isSnowflake } from '../snowflake.ts';
+import { isSnowflake } from '../discord/snowflake.ts';
 
 /** The budget's configuration, parsed once from the environment by {@link parseBudgetConfig}. */
 export interface BudgetConfig {

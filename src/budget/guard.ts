@@ -3,7 +3,7 @@
  * `guard-types.ts`, the rules it applies in `rules.ts`.
  */
 import { mayHaveCharged, TtsAbortedError, TtsInsufficientBalanceError } from '../tts/index.ts';
-import type { BudgetAlert } from './alerts.ts';
+import { type BudgetAlert, reportAlerts } from './alerts.ts';
 import type {
   BudgetGuard,
   BudgetGuardOptions,
@@ -48,15 +48,7 @@ export async function createBudgetGuard(options: BudgetGuardOptions): Promise<Bu
   const sumNanos = (reservations: readonly StoredReservation[]) =>
     reservations.reduce((sum, r) => sum + r.estimateNanos, 0);
 
-  const alert = (event: BudgetAlert): void => {
-    if (event.kind === 'resumed') logger.info('budget resumed', { ...event });
-    else logger.warn(`budget ${event.kind}`, { ...event });
-    try {
-      options.onAlert?.(event);
-    } catch (error) {
-      logger.error('budget alert handler failed', { err: error });
-    }
-  };
+  const alert = reportAlerts(logger, options.onAlert);
 
   const wake = (): void => {
     const woken = waiters;

@@ -8,6 +8,7 @@ export {
   DEFAULT_MEMBER_CHARS_PER_MINUTE,
   parseBudgetConfig,
 } from './config.ts';
+export { type Budget, type BudgetParts, createBudget } from './create.ts';
 export { createBudgetGuard } from './guard.ts';
 export type {
   BudgetGuard,

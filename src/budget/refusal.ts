@@ -1,6 +1,5 @@
 /** Why a request may not be spoken, the sentence a member sees for it, and the error that carries it. */
-import { UserFacingError } from '../errors.ts';
-import { formatCount } from '../numbers.ts';
+import { formatCount, UserFacingError } from '../discord/member-facing.ts';
 import { formatUsd } from './money.ts';
 import type { BlockReason } from './records.ts';
 

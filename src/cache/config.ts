@@ -8,7 +8,10 @@ export interface CacheConfig {
   readonly maxAgeMs: number;
   /** `AUDIO_CACHE_MAX_CHARS` (default 200): longer utterances are never stored. */
   readonly maxChars: number;
-  /** `AUDIO_CACHE_DIR`: where the files live; by default `audio-cache` beside the database (a shard: see below). */
+  /**
+   * `AUDIO_CACHE_DIR`: where the files live; by default `audio-cache` beside the database. One folder per machine:
+   * every Herald process here (each shard of a sharding manager) reads and writes the same one.
+   */
   readonly dir: string;
 }
 
@@ -22,22 +25,17 @@ export const CACHE_DEFAULTS = { megabytes: 256, days: 30, maxChars: 200 } as con
 
 const DAY_MS = 86_400_000;
 
-/** The folder of shard `id`'s cache inside the machine's cache folder. */
-export const shardCacheFolder = (id: number): string => `shard-${id}`;
-/** A name {@link shardCacheFolder} gives; the shard's id is its first group. */
+/** A folder a shard process kept its own cache in before the folder was shared (the shard's id is its group). */
 export const SHARD_CACHE_FOLDER = /^shard-(\d+)$/;
 
 /**
  * Parses the cache variables; never throws. `databasePath` places the default folder beside the database
- * (`./data/audio-cache` when the database is in memory). A shard process of a sharding manager (`shard`) keeps
- * its files in a folder of its own inside that one ({@link shardCacheFolder}), bounded by its share of
- * `AUDIO_CACHE_MB` among the `of` shard processes of this machine: the disk cache indexes and evicts its own
- * files only, so processes sharing one folder would each bound their own view of it.
+ * (`./data/audio-cache` when the database is in memory). Every process of the machine uses the whole folder and the
+ * whole `AUDIO_CACHE_MB`: they bound the folder together (see disk.ts).
  */
 export function parseCacheConfig(
   env: Readonly<Record<string, string | undefined>>,
   databasePath: string,
-  shard?: { readonly id: number; readonly of: number },
 ): CacheConfigResult {
   const problems: string[] = [];
   const value = (name: string): string | undefined => {
@@ -73,14 +71,13 @@ export function parseCacheConfig(
       : join(dirname(databasePath), 'audio-cache');
   const machineDir = value('AUDIO_CACHE_DIR') ?? fallbackDir;
   if (problems.length > 0) return { ok: false, problems };
-  const machineBytes = Math.floor(megabytes * 1024 * 1024);
   return {
     ok: true,
     value: {
-      maxBytes: shard ? Math.floor(machineBytes / Math.max(1, shard.of)) : machineBytes,
+      maxBytes: Math.floor(megabytes * 1024 * 1024),
       maxAgeMs: days * DAY_MS,
       maxChars,
-      dir: shard ? join(machineDir, shardCacheFolder(shard.id)) : machineDir,
+      dir: machineDir,
     },
   };
 }

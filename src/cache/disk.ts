@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../log.ts';
 import { decodeEntry, type Entry, encodeEntry } from './entry-file.ts';
+import { isFreeOrStale, LOCK_SUFFIX, MAX_LOCK_AGE_MS, tryLock } from './folder-lock.ts';
 
 /** Options of {@link openDiskCache}. */
 export interface DiskCacheOptions {
@@ -33,13 +35,23 @@ export type PutOutcome = 'stored' | 'too-large' | 'no-room' | 'failed';
 
 /** Verified audio files on disk, named by key, evicted least recently used first. */
 export interface DiskCache {
+  /**
+   * Claims the generation of `key` among every process on this folder: a release function, or undefined while
+   * another live process holds the claim (see folder-lock.ts).
+   */
+  claim(key: string): Promise<(() => Promise<void>) | undefined>;
+  /** True while another live process holds the claim on `key`. */
+  claimed(key: string): Promise<boolean>;
   /** The verified entry, or why there is none; a damaged file is deleted. */
   get(key: string): Promise<DiskLookup>;
   /** Stores an entry atomically (temporary file, fsync, rename), evicting the least recently used to make room. */
   put(key: string, entry: Entry): Promise<PutOutcome>;
-  /** Bytes the entries (and files being written) take. */
+  /**
+   * Bytes the folder's entries (and files being written) take, as this process last saw the folder (at open, on
+   * each store, and on each hit of another process's entry).
+   */
   readonly bytes: number;
-  /** Entries held. */
+  /** Entries in the folder, seen as {@link bytes} is. */
   readonly size: number;
 }
 
@@ -55,9 +67,15 @@ interface Known {
   writing: boolean;
 }
 
+/** The lock every process on the folder takes to store: eviction and writing never overlap machine-wide. */
+const STORE_LOCK = `store${LOCK_SUFFIX}`;
+/** How often a store waiting for another process's store looks again. */
+const STORE_LOCK_POLL_MS = 10;
+
 /**
- * Opens the cache folder: deletes leftover temporary files, indexes the entries by last use (file mtime, which a
- * hit refreshes) and evicts down to the bound and the age limit.
+ * Opens the cache folder, which every Herald process on this machine shares: deletes leftovers (temporary files and
+ * locks a crashed process left), indexes the entries by last use (file mtime, which a hit refreshes) and evicts down
+ * to the bound and the age limit.
  */
 export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCache> {
   const { dir, maxBytes, maxAgeMs, logger } = options;
@@ -72,8 +90,15 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
   for (const name of await readdir(dir)) {
     const path = join(dir, name);
     if (name.endsWith(TEMP_SUFFIX)) {
-      // A write that never reached its rename (a crash): never a valid entry.
-      await unlink(path).catch(() => {});
+      // A write that never reached its rename (a crash): never a valid entry. A young one may be another live
+      // process's write in progress.
+      const info = await stat(path).catch(() => undefined);
+      // The wall clock: an mtime is one.
+      if (info && Date.now() - info.mtimeMs > MAX_LOCK_AGE_MS) await unlink(path).catch(() => {});
+      continue;
+    }
+    if (name.endsWith(LOCK_SUFFIX)) {
+      if (await isFreeOrStale(path)) await unlink(path).catch(() => {});
       continue;
     }
     if (!name.endsWith(SUFFIX)) continue;
@@ -136,14 +161,28 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     },
 
     async get(key) {
-      const known = index.get(key);
-      if (!known || known.writing) return MISS;
+      let known = index.get(key);
+      if (known?.writing) return MISS;
+      // Another process on the folder may have stored it: the file, not this index, says what is there.
       const file = await readFile(pathOf(key)).catch(() => undefined);
       if (index.get(key) !== known) return MISS;
-      const entry = file === undefined ? undefined : decodeEntry(file);
+      if (file === undefined) {
+        // Evicted by another process.
+        if (known) {
+          index.delete(key);
+          total -= known.bytes;
+        }
+        return MISS;
+      }
+      if (!known) {
+        known = { bytes: file.length, writing: false };
+        index.set(key, known);
+        total += file.length;
+      }
+      const entry = decodeEntry(file);
       if (!entry) {
         logger.warn('a damaged audio cache file was deleted; it will be generated again', {
-          bytesOnDisk: file?.length ?? 0,
+          bytesOnDisk: file.length,
           bytesExpected: known.bytes,
         });
         await forget(key);
@@ -162,20 +201,59 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     },
 
     put(key, entry) {
-      // One write at a time: eviction and writing then never overlap, so the folder never passes the bound,
-      // even for an instant. Writes happen only on misses, so the queue stays short.
-      const run = writes.then(() => write(key, entry));
+      // One write at a time, machine-wide: eviction and writing then never overlap, so the folder never passes the
+      // bound, even for an instant. Writes happen only on misses, so the queue stays short.
+      const run = writes.then(() => storeLocked(key, entry));
       writes = run.catch(() => undefined);
       return run;
     },
+    claim: (key) => tryLock(join(dir, `${key}${LOCK_SUFFIX}`)),
+    claimed: async (key) => !(await isFreeOrStale(join(dir, `${key}${LOCK_SUFFIX}`))),
   };
+
+  async function storeLocked(key: string, entry: Entry): Promise<PutOutcome> {
+    const lockPath = join(dir, STORE_LOCK);
+    let release = await tryLock(lockPath);
+    // Another process's store takes milliseconds; a dead one's lock is broken by tryLock.
+    for (let waited = 0; !release && waited < MAX_LOCK_AGE_MS; waited += STORE_LOCK_POLL_MS) {
+      await delay(STORE_LOCK_POLL_MS);
+      release = await tryLock(lockPath);
+    }
+    if (!release) return 'failed';
+    try {
+      await resync();
+      return await write(key, entry);
+    } finally {
+      await release();
+    }
+  }
+
+  /** Brings the index up to the folder: entries other processes stored are added, those they evicted dropped. */
+  async function resync(): Promise<void> {
+    const names = new Set(
+      (await readdir(dir).catch(() => [] as string[])).filter((name) => name.endsWith(SUFFIX)),
+    );
+    for (const [key, known] of index) {
+      if (known.writing || names.has(`${key}${SUFFIX}`)) continue;
+      index.delete(key);
+      total -= known.bytes;
+    }
+    for (const name of names) {
+      const key = name.slice(0, -SUFFIX.length);
+      if (index.has(key)) continue;
+      const info = await stat(join(dir, name)).catch(() => undefined);
+      if (!info?.isFile() || index.has(key)) continue;
+      // Stored by another process since this one looked: recent, so last in the eviction order.
+      index.set(key, { bytes: info.size, writing: false });
+      total += info.size;
+    }
+  }
 
   async function write(key: string, entry: Entry): Promise<PutOutcome> {
     const bytes = encodeEntry(entry.meta, entry.audio);
     if (bytes.length > maxBytes) return 'too-large';
-    const previous = index.get(key);
-    if (previous?.writing) return 'stored';
-    if (previous) await forget(key);
+    // Already there: stored by another process while this one generated it too (a claim broken as stale).
+    if (index.has(key)) return 'stored';
     if (!(await makeRoom(bytes.length))) return 'no-room';
     const known: Known = { bytes: bytes.length, writing: true };
     index.set(key, known);

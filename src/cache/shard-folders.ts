@@ -1,54 +1,27 @@
-import { mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../log.ts';
-import { SHARD_CACHE_FOLDER, shardCacheFolder } from './config.ts';
-import { SUFFIX, TEMP_SUFFIX } from './disk.ts';
+import { SHARD_CACHE_FOLDER } from './config.ts';
+import { SUFFIX } from './disk.ts';
 
 /**
- * Readies the machine's cache folder for a sharding manager's shards, each of which keeps a folder of its own in
- * it (see parseCacheConfig). Entries a single process left at the top move into the first shard's folder (that
- * shard evicts what passes its share when it opens it), rather than be paid for again; an unfinished write there
- * is deleted; folders of shards at or past `count` (after resharding to fewer) are deleted, since no process
- * bounds them any more. Nothing to do when the folder does not exist.
+ * Readies the machine's cache folder for a sharding manager's shards, before any of them starts: they share the folder
+ * itself now, so what shard processes once kept in folders of their own moves to the top (see
+ * {@link adoptShardCacheFolders}); the options are those of the older per-shard layout, kept so the manager's call
+ * stands. Nothing to do when the folder does not exist.
  */
 export async function prepareShardCacheFolders(
   dir: string,
   options: { readonly count: number; readonly firstId: number; readonly logger: Logger },
 ): Promise<void> {
-  const names = await readdir(dir).catch(() => undefined);
-  if (!names) return;
-  const first = join(dir, shardCacheFolder(options.firstId));
-  let moved = 0;
-  const removed: string[] = [];
-  for (const name of names) {
-    const path = join(dir, name);
-    const shard = SHARD_CACHE_FOLDER.exec(name);
-    if (shard) {
-      if (Number(shard[1]) >= options.count) {
-        await rm(path, { recursive: true, force: true });
-        removed.push(name);
-      }
-    } else if (name.endsWith(TEMP_SUFFIX)) {
-      await unlink(path).catch(() => {});
-    } else if (name.endsWith(SUFFIX)) {
-      await mkdir(first, { recursive: true, mode: 0o700 });
-      await rename(path, join(first, name)).catch(() => {});
-      moved++;
-    }
-  }
-  if (moved > 0 || removed.length > 0) {
-    options.logger.info('audio cache folder readied for shards', {
-      movedToFirstShard: moved,
-      removedFolders: removed.join(','),
-    });
-  }
+  await adoptShardCacheFolders(dir, options.logger);
 }
 
 /**
- * The other way, for a single process (not a sharding manager's shard) about to open the machine's cache folder:
- * entries that shard processes kept in `shard-<id>` folders there move to the top, where this process indexes and
- * bounds them (it evicts past `AUDIO_CACHE_MB` when it opens the folder), and the folders go. A second Herald on the
- * same folder would run the same bot twice, which is not supported, so no shard can still be using them.
+ * Adopts the per-shard folders an older Herald left (`shard-<id>`, one per shard process): their entries move to the
+ * top of the machine's cache folder, where every process indexes and bounds them (the first to open the folder
+ * evicts past `AUDIO_CACHE_MB`), and the folders go, so no disk is lost to orphans. Run before any process opens the
+ * folder (by the manager, or by a single process), so no shard is still using them.
  */
 export async function adoptShardCacheFolders(dir: string, logger: Logger): Promise<void> {
   const names = await readdir(dir).catch(() => undefined);

@@ -2,7 +2,7 @@ import { PassThrough, Transform } from 'node:stream';
 import type { Logger } from '../log.ts';
 import { countCharacters, type GenerateResult, TtsAbortedError } from '../tts/index.ts';
 import type { SpeechRequest, Synthesize } from '../voice/session.ts';
-import type { DiskCache } from './disk.ts';
+import type { DiskCache, DiskLookup } from './disk.ts';
 import type { Entry } from './entry-file.ts';
 import type { CacheStore } from './store.ts';
 
@@ -35,13 +35,17 @@ export interface CachedSynthesizeOptions {
 
 /** No utterance short enough to be cached comes near this; a stream that does is not held in memory. */
 const MAX_ENTRY_AUDIO_BYTES = 8 * 1024 * 1024;
+/** How often a request whose audio another process is generating looks for the stored entry. */
+const CLAIM_POLL_MS = 25;
 
 /**
  * Wraps a paid synthesis with the audio cache. A hit plays from disk and `paid` is never called, so nothing is
  * reserved or charged. A miss calls `paid` once per key however many ask at the same time (single flight): the
  * first streams the service's response to its listeners while the same bytes are collected (a tee, so the cache
  * never delays the first play); the others wait for those bytes and play them from memory. Complete audio is
- * then written to disk; audio that failed or was cut short is never stored.
+ * then written to disk; audio that failed or was cut short is never stored. Across the processes sharing the folder
+ * the flight is a claim (a lock file per key): a request in another process waits for the claimant's entry on disk,
+ * and pays only when the claimant failed or died.
  */
 export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOptions): Synthesize {
   const { disk, store, keyOf, logger } = options;
@@ -49,6 +53,20 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
   // Resolves with the leader's complete audio, or undefined when the leader failed (then another one leads).
   // Kept until the file is on disk, so a request in between is served from memory rather than paid again.
   const flights = new Map<string, Promise<Entry | undefined>>();
+  /** Registers this process's flight for `key`, synchronously: a request arriving after it waits for it. */
+  const openFlight = (key: string): Flight => {
+    let settle: (entry: Entry | undefined) => void = () => {};
+    const flight = new Promise<Entry | undefined>((resolve) => {
+      settle = resolve;
+    });
+    flights.set(key, flight);
+    return { flight, settle };
+  };
+  /** Ends a flight that paid nothing: its waiters get `entry`, or look again. */
+  const closeFlight = (key: string, { flight, settle }: Flight, entry: Entry | undefined): void => {
+    settle(entry);
+    if (flights.get(key) === flight) flights.delete(key);
+  };
 
   const served = (
     entry: Entry,
@@ -82,16 +100,14 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
     signal: AbortSignal,
     guildId: string,
     characters: number,
+    release: () => Promise<void>,
+    { flight, settle }: Flight,
   ): Promise<GenerateResult> => {
-    let settle: (entry: Entry | undefined) => void = () => {};
-    const flight = new Promise<Entry | undefined>((resolve) => {
-      settle = resolve;
-    });
-    flights.set(key, flight);
     const land = (entry: Entry | undefined): void => {
       settle(entry);
       if (!entry) {
         if (flights.get(key) === flight) flights.delete(key);
+        void release();
         return;
       }
       disk
@@ -100,6 +116,8 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
         .catch((error: unknown) => logger.warn('could not store audio in the cache', { err: error }))
         .finally(() => {
           if (flights.get(key) === flight) flights.delete(key);
+          // After the file is on disk: another process waiting on the claim then finds the entry.
+          void release();
         });
     };
 
@@ -177,10 +195,46 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
       if (stored.kind === 'corrupt') damaged = true;
       // Another request may have started paying while the disk was read.
       if (flights.has(key)) continue;
+      const own = openFlight(key);
+      let release: (() => Promise<void>) | undefined;
+      let landed: DiskLookup;
+      try {
+        release = await disk.claim(key);
+        // A stored entry may have landed between the read and the claim.
+        landed = release ? await disk.get(key) : { kind: 'miss' };
+      } catch (error) {
+        await release?.();
+        closeFlight(key, own, undefined);
+        throw error;
+      }
+      if (!release) {
+        // Another process is paying for it: its entry, once stored, is read from disk at the top of the loop.
+        closeFlight(key, own, undefined);
+        await waitForClaim(key, signal);
+        continue;
+      }
+      if (landed.kind === 'hit') {
+        closeFlight(key, own, landed.entry);
+        await release();
+        return served(landed.entry, request, guildId, characters);
+      }
       options.onLookup?.(damaged ? 'corrupt' : 'miss');
-      return lead(key, request, signal, guildId, characters);
+      return lead(key, request, signal, guildId, characters, release, own);
     }
   };
+
+  /** Resolves once no live process holds the claim on `key`; rejects when `signal` aborts. */
+  async function waitForClaim(key: string, signal: AbortSignal): Promise<void> {
+    while (await disk.claimed(key)) {
+      await abortable(new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS)), signal);
+    }
+  }
+}
+
+/** One process's generation of a key, which its other requests for the key wait for. */
+interface Flight {
+  readonly flight: Promise<Entry | undefined>;
+  readonly settle: (entry: Entry | undefined) => void;
 }
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

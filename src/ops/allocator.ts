@@ -4,7 +4,7 @@ import type { DoctorCheck } from './doctor-check.ts';
 /**
  * Which memory allocator a process runs on, and where jemalloc is. Herald is faster on jemalloc: DAVE's library
  * (davey) allocates and frees for every voice frame, and glibc's malloc and free were a third of that call's CPU
- * (README, Performance). Preloading it (`LD_PRELOAD`) is an operator's choice made before Node starts; the container
+ * (docs/performance.md). Preloading it (`LD_PRELOAD`) is an operator's choice made before Node starts; the container
  * image does it, `npm run doctor` says which one runs, and the bench runs Herald on it when it is installed.
  */
 

@@ -5,8 +5,8 @@ import { BUDGET_MIGRATIONS, formatUsd } from '../budget/index.ts';
 import { CACHE_MIGRATIONS } from '../cache/index.ts';
 import { type Config, secretsOf } from '../config.ts';
 import { MEMBER_MIGRATIONS } from '../members/index.ts';
+import { findSpeaker } from '../members/speakers.ts';
 import { holderOf, SHARD_LEASES_SELECT, type ShardLeaseHolder, type ShardLeaseRow } from '../shard/lease.ts';
-import { findSpeaker } from '../speakers.ts';
 import {
   type Dialect,
   type Migrations,

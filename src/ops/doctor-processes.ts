@@ -18,37 +18,30 @@ export function processesCheck(shards: ShardConfig, plan: ProcessPlan): DoctorCh
   const cores = `${plan.cores} core${plan.cores === 1 ? '' : 's'}`;
   const memory = `${(plan.memoryBytes / 2 ** 30).toFixed(1)} GB of memory`;
   const each = `${SHARD_PROCESS_MEMORY_BYTES / 2 ** 20} MB each`;
+  const byCores = Math.min(MAX_DEFAULT_SHARDS, 2 * plan.cores);
+  const byMemory = Math.floor(plan.memoryBytes / SHARD_PROCESS_MEMORY_BYTES);
   if (plan.shardProcesses !== undefined) {
-    const byCores = Math.min(MAX_DEFAULT_SHARDS, 2 * plan.cores);
     const why =
-      plan.shardProcesses < byCores
-        ? `SHARD_COUNT unset: twice this machine's ${cores} would be ${byCores}, its ${memory} hold ${plan.shardProcesses} at ${each}`
-        : `SHARD_COUNT unset: twice this machine's ${cores}`;
+      plan.shardProcesses < byCores && plan.shardProcesses === byMemory
+        ? `twice this machine's ${cores} would be ${byCores}, its ${memory} hold ${plan.shardProcesses} at ${each}`
+        : `SHARD_PROCESSES; twice this machine's ${cores} is ${byCores}`;
     return {
       name,
       status: 'ok',
-      detail: `npm start runs ${plan.shardProcesses} shard processes and their manager (${why}), about 150 MB each idle; SHARD_COUNT=1 runs one process`,
-    };
-  }
-  // Set to 1 by the operator (ONE_SHARD, which names shard 0, is what an unset SHARD_COUNT parses to).
-  if (shards.count === 1 && shards.ids === undefined) {
-    return {
-      name,
-      status: 'ok',
-      detail:
-        plan.cores > 1
-          ? `npm start runs one process (SHARD_COUNT=1), on one of this machine's ${cores}; unset, it runs twice the cores as shard processes and voices more servers at once`
-          : 'npm start runs one process (one core)',
+      detail: `npm start runs ${plan.shardProcesses} shard processes and their manager (${why}), about 150 MB each idle; unset, SHARD_PROCESSES runs one process`,
     };
   }
   if (shards.count === 1) {
+    const more = Math.min(byCores, byMemory);
     return {
       name,
       status: 'ok',
       detail:
-        plan.cores > 1
-          ? `npm start runs one process, on one of this machine's ${cores}: its ${memory} are too little for shard processes (${each}); SHARD_COUNT=N with npm run start:shards runs N anyway`
-          : 'npm start runs one process (one core)',
+        plan.cores > 1 && more >= 2
+          ? `npm start runs one process (the default, about 160 MB idle); SHARD_PROCESSES=auto would run ${more} shard processes on this machine's ${cores}, for the most voices at once (about 800 MB idle)`
+          : plan.cores > 1
+            ? `npm start runs one process, on one of this machine's ${cores}: its ${memory} are too little for shard processes (${each})`
+            : 'npm start runs one process (one core)',
     };
   }
   return {

@@ -1,6 +1,13 @@
 // Operating Herald: metrics, health, the status page and the doctor's checks. The one door into src/ops/.
 
 export { allocatorOf, findJemalloc } from './allocator.ts';
+export {
+  createObservation,
+  type Observation,
+  type Operations,
+  type OperationsParts,
+  startOperations,
+} from './create.ts';
 export { DEFAULT_DATABASE_TIMEOUT_MS, DeadlineError, within } from './deadline.ts';
 export {
   blocksSpeaking,

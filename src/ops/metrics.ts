@@ -286,14 +286,14 @@ export function createOpsMetrics(state: OpsState, options: OpsMetricsOptions = {
     () => Math.max(0, ...state.sessions().map((session) => session.queueDepth)),
     'max',
   );
-  // Each process's index of its cache folder, summed across shards. Shards on one machine share the folder, and
-  // each counts the files it knows of (those there when it started, and its own since).
-  gauge('herald_audio_cache_entries', 'Audio cache entries on disk.', () => state.cache().entries, 'sum');
+  // The shards of a machine share one cache folder, and each sees all of it: the largest view counts it once
+  // (a sum would count it once per shard).
+  gauge('herald_audio_cache_entries', 'Audio cache entries on disk.', () => state.cache().entries, 'max');
   gauge(
     'herald_audio_cache_bytes',
     'Bytes the audio cache takes on disk (files being written included).',
     () => state.cache().bytes,
-    'sum',
+    'max',
   );
   gauge(
     'herald_gateway_connected',

@@ -12,15 +12,7 @@ export interface ShardConfig {
   readonly ids: readonly number[] | undefined;
   /** True in a process spawned by the ShardingManager (one shard each). */
   readonly managed: boolean;
-  /**
-   * In a managed process: how many shard processes its manager runs on this machine (`HERALD_SHARD_PROCESSES`,
-   * which the manager sets), so that what the machine shares (the audio cache's disk bound) is split among them.
-   */
-  readonly processesHere?: number;
 }
-
-/** Set by the sharding manager in each shard's environment: the shard processes it runs on this machine. */
-export const SHARD_PROCESSES_VARIABLE = 'HERALD_SHARD_PROCESSES';
 
 /** Result of {@link parseShardConfig}. */
 export type ShardConfigResult =
@@ -30,21 +22,24 @@ export type ShardConfigResult =
 /** Discord caps what one bot may ask for; more shards than this is a typo. */
 export const MAX_SHARD_COUNT = 10_000;
 
-/** Unsharded: one process, one shard (`npm start` on one core, or with `SHARD_COUNT=1`). */
+/** Unsharded: one process, one shard (`npm start` by default). */
 export const ONE_SHARD: ShardConfig = { count: 1, ids: [0], managed: false };
 
 /**
- * At most this many shard processes without `SHARD_COUNT`: each is a process of its own (about 150 MB idle) and
- * an IDENTIFY of Discord's 1,000 a day, so a large machine is sized by its operator, not by its core count.
+ * At most this many shard processes with `SHARD_PROCESSES=auto`: each is a process of its own (about 150 MB idle)
+ * and an IDENTIFY of Discord's 1,000 a day, so a large machine is sized by its operator, not by its core count.
  */
 export const MAX_DEFAULT_SHARDS = 16;
 
 /**
- * The memory each shard process `npm start` runs by default is given: about 150 MB idle, some 350–400 MB with 250
- * voices playing (README, Performance), and room for the system beside them. A machine (or a container's memory
+ * The memory each shard process `SHARD_PROCESSES=auto` runs is given: about 150 MB idle, some 350–400 MB with 250
+ * voices playing (docs/performance.md), and room for the system beside them. A machine (or a container's memory
  * limit) with less than twice this runs one process, which idles at about 160 MB.
  */
 export const SHARD_PROCESS_MEMORY_BYTES = 512 * 1024 * 1024;
+
+/** The variable that asks `npm start` for shard processes: a number, or `auto` (sized to the machine). */
+export const SHARD_PROCESSES_OPTION = 'SHARD_PROCESSES';
 
 /** What a machine gives Herald: the cores it may use and the memory it may take. */
 export interface MachineShape {
@@ -55,11 +50,15 @@ export interface MachineShape {
 }
 
 /**
- * How many shard processes `npm start` runs on this machine when the operator set neither `SHARD_COUNT` nor
- * `SHARD_IDS`: twice the cores it may use (on two cores, four shards held the most voices: README, Performance), at
- * most {@link MAX_DEFAULT_SHARDS}, and no more than its memory holds at {@link SHARD_PROCESS_MEMORY_BYTES} each.
- * Undefined: one process, as on a single core or a small machine, in a process the sharding manager spawned, or
- * with the operator's own choice.
+ * How many shard processes `npm start` runs on this machine. By default none: one process, which is what a bot of a
+ * few dozen, or a few hundred, servers needs (it idles at about 160 MB against 770–860 MB for four shard processes,
+ * is back in voice 1.8 s after a restart, and pays a sentence once; docs/scaling.md has the figures and the
+ * commands that print them). `SHARD_PROCESSES=N` runs N shard processes (one shard each) and their manager;
+ * `SHARD_PROCESSES=auto` sizes them to the machine: twice the cores it may use (on two cores, four shards held the
+ * most voices), at most {@link MAX_DEFAULT_SHARDS}, and no more than its memory holds at
+ * {@link SHARD_PROCESS_MEMORY_BYTES} each. Undefined: one process, as with the operator's own `SHARD_COUNT` or
+ * `SHARD_IDS` (which `npm run start:shards` runs), in a process the sharding manager spawned, or where `auto` finds
+ * room for only one. An invalid value is reported by {@link parseShardConfig}.
  */
 export function defaultShardProcesses(
   env: Readonly<Record<string, string | undefined>>,
@@ -67,6 +66,12 @@ export function defaultShardProcesses(
 ): number | undefined {
   const set = (name: string) => (env[name]?.trim() ?? '') !== '';
   if (set('SHARDING_MANAGER') || set('SHARD_COUNT') || set('SHARD_IDS')) return undefined;
+  const asked = env[SHARD_PROCESSES_OPTION]?.trim().toLowerCase() ?? '';
+  if (asked === '') return undefined;
+  if (asked !== 'auto') {
+    const count = Number(asked);
+    return /^\d+$/.test(asked) && count >= 2 && count <= MAX_SHARD_COUNT ? count : undefined;
+  }
   const count = Math.min(
     MAX_DEFAULT_SHARDS,
     2 * Math.floor(machine.cores),
@@ -84,6 +89,23 @@ export function parseShardConfig(env: Readonly<Record<string, string | undefined
   const problems: string[] = [];
   const countText = value('SHARD_COUNT');
   const idsText = value('SHARD_IDS');
+  const processesText = value(SHARD_PROCESSES_OPTION);
+  if (value('SHARDING_MANAGER') === undefined && processesText !== undefined) {
+    const processes = Number(processesText);
+    if (
+      processesText.toLowerCase() !== 'auto' &&
+      (!/^\d+$/.test(processesText) || processes < 1 || processes > MAX_SHARD_COUNT)
+    ) {
+      problems.push(
+        `SHARD_PROCESSES must be a whole number from 1 to ${MAX_SHARD_COUNT}, or auto (twice the cores, as the memory holds); unset runs one process.`,
+      );
+    } else if (countText !== undefined || idsText !== undefined) {
+      problems.push(
+        'SHARD_PROCESSES asks npm start for shard processes; SHARD_COUNT and SHARD_IDS name them for npm run start:shards. Set one or the other.',
+      );
+    }
+    if (problems.length > 0) return { ok: false, problems };
+  }
 
   // discord.js's ShardingManager sets SHARDING_MANAGER, SHARDS (this process's id) and SHARD_COUNT in the child.
   if (value('SHARDING_MANAGER') !== undefined) {
@@ -95,9 +117,7 @@ export function parseShardConfig(env: Readonly<Record<string, string | undefined
         problems: ['SHARDS and SHARD_COUNT from the sharding manager do not name a shard.'],
       };
     }
-    const here = Number(value(SHARD_PROCESSES_VARIABLE) ?? '1');
-    const processesHere = Number.isSafeInteger(here) && here >= 1 ? here : 1;
-    return { ok: true, value: { count, ids: [id], managed: true, processesHere } };
+    return { ok: true, value: { count, ids: [id], managed: true } };
   }
 
   if (countText === undefined) {

@@ -7,7 +7,7 @@
 import type { Shard } from 'discord.js';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { Logger } from '../log.ts';
-import type { LiveView } from '../ops/index.ts';
+import type { LiveView } from '../ops/state.ts';
 
 /** One shard's metrics as prom-client's `getMetricsAsJSON()` gives them. */
 export type ShardMetrics = MetricObjectWithValues<MetricValue<string>>[];

@@ -2,7 +2,7 @@ import 'dotenv/config';
 import { join } from 'node:path';
 import { parseConfig, secretsOf } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { type ShardGroup, startShardGroup } from './manager.ts';
+import { managerLogger, type ShardGroup, startShardGroup } from './manager.ts';
 
 // `npm run start:shards`: the second process entry (beside src/index.ts, and like it the only code here that
 // exits). It reads the same configuration, then runs this machine's shards (SHARD_COUNT, SHARD_IDS) as child
@@ -14,9 +14,7 @@ if (!parsed.ok) {
   process.exit(1);
 }
 const config = parsed.value;
-const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) }).child({
-  shard: 'manager',
-});
+const logger = managerLogger(createLogger({ level: config.logLevel, secrets: secretsOf(config) }));
 process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', { err: reason }));
 
 let group: ShardGroup | undefined;
@@ -32,9 +30,11 @@ const stop = (code: number): void => {
     },
   );
 };
+// Every signal is listened to for as long as the manager runs: a second SIGINT or SIGTERM (the whole process group
+// signalled, or Ctrl-C pressed twice) must not end it before its shards have played out and stopped.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    logger.info('shutting down every shard', { signal });
+  process.on(signal, () => {
+    logger.info(stopping ? 'already stopping every shard' : 'shutting down every shard', { signal });
     stop(0);
   });
 }

@@ -13,7 +13,7 @@ import {
   startOpsServer,
 } from '../ops/index.ts';
 import { type Database, openDatabase } from '../storage/index.ts';
-import { SHARD_PROCESSES_VARIABLE, shardIdsOf } from './config.ts';
+import { shardIdsOf } from './config.ts';
 import { askEach } from './ipc.ts';
 import { createStandbys, spawnShards } from './standby.ts';
 import { mergeShardStatus } from './status.ts';
@@ -94,9 +94,6 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   let stopping = false;
   const standbys = createStandbys(logger);
   manager.on('shardCreate', (shard) => {
-    // What this machine's shards share (the audio cache's disk bound) is split among them.
-    // discord.js types Shard#env as unknown; it is the object the shard's process gets as its environment.
-    (shard.env as Record<string, string>)[SHARD_PROCESSES_VARIABLE] = String(ids.length);
     watchShard(shard, logger, () => stopping);
     standbys.follow(shard);
   });
@@ -223,10 +220,20 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   return { manager, count, ids, ops, stop };
 }
 
+/**
+ * The manager's logger: its lines say `"process":"manager"`, and those about one shard add `"shard":N`, so each key
+ * has one meaning (`"shard"` is a shard id in every process's lines) and no line carries a key twice.
+ */
+export function managerLogger(logger: Logger): Logger {
+  return logger.child({ process: 'manager' });
+}
+
 /** Logs a shard's life: started, ready, died (and so respawned) or stopped, and its errors. */
-function watchShard(shard: Shard, logger: Logger, stopping: () => boolean): void {
+export function watchShard(shard: Pick<Shard, 'id' | 'on'>, logger: Logger, stopping: () => boolean): void {
   const log = logger.child({ shard: shard.id });
-  shard.on('spawn', (child) => log.info('shard process started', { pid: (child as { pid?: number }).pid }));
+  shard.on('spawn', (child) =>
+    log.info('shard process started', { shardPid: (child as { pid?: number }).pid }),
+  );
   shard.on('ready', () => log.info('shard ready'));
   shard.on('death', (child) => {
     const exit = child as { exitCode?: number | null; signalCode?: string | null };

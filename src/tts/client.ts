@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { silentLogger } from '../log.ts';
+import { checkComplete } from './complete.ts';
 import {
   TtsAbortedError,
   TtsConnectionError,
@@ -244,11 +245,13 @@ export function createTtsClient(options: TtsClientOptions): TtsClient {
       ex.finish();
       throw error;
     }
+    const headers = parseAudioHeaders(ex.headers);
     return {
-      audio: streamAudio(ex),
+      // A body that ends cleanly but short of a whole clip fails as a cut one does: told, and never cached.
+      audio: checkComplete(streamAudio(ex), { format: FORMAT_OF_FORM[form], durationS: headers.durationS }),
       contentType,
       format: FORMAT_OF_FORM[form],
-      ...parseAudioHeaders(ex.headers),
+      ...headers,
       requestId: ex.requestId,
       attempts,
     };

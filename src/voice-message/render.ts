@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../discord/member-facing.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import type { SpeechRequest, Synthesize } from '../voice/session.ts';
 import { analyseOggOpus, type VoiceClipFacts } from './analyse.ts';

@@ -7,9 +7,9 @@ import {
   type RepliableInteraction,
 } from 'discord.js';
 import { formatUsd } from '../budget/index.ts';
+import { formatCount } from '../discord/member-facing.ts';
+import { describeFailure, NO_MENTIONS } from '../discord/replies.ts';
 import type { Logger } from '../log.ts';
-import { formatCount } from '../numbers.ts';
-import { describeFailure, NO_MENTIONS } from '../replies.ts';
 import type { ApiForm } from '../tts/index.ts';
 import type { SpeechRequest } from '../voice/session.ts';
 import { NOT_OPUS, type VoiceClip, type VoiceMessages } from './render.ts';

@@ -1,5 +1,5 @@
 import type { BudgetGuard } from '../budget/index.ts';
-import { formatCount } from '../numbers.ts';
+import { formatCount } from '../discord/member-facing.ts';
 
 /** Herald as a user-installed app (`USER_INSTALL`), off by default: the operator pays for what members send. */
 export interface UserInstallConfig {

@@ -27,7 +27,8 @@ export type JoinOutcome =
   | { readonly kind: 'already-here'; readonly session: GuildSession }
   | { readonly kind: 'in-other-channel'; readonly channelId: string }
   | { readonly kind: 'missing-permission'; readonly permission: 'View Channel' | 'Connect' | 'Speak' }
-  | { readonly kind: 'channel-full' };
+  | { readonly kind: 'channel-full' }
+  | { readonly kind: 'afk-channel' };
 
 /** Options of {@link VoiceManager}. */
 export interface VoiceManagerOptions {
@@ -74,6 +75,9 @@ export type SessionSnapshot = {
 
 /** Queue bounds when none are configured: `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`. */
 export const DEFAULT_QUEUE_LIMITS: QueueLimits = { perServer: 50, perMember: 10 };
+
+/** How long Herald waits, alone in a channel, before it leaves (a deletion in progress is told as a deletion). */
+const ALONE_GRACE_MS = 1000;
 
 const REQUIRED: readonly [bigint, 'View Channel' | 'Connect' | 'Speak'][] = [
   [PermissionFlagsBits.ViewChannel, 'View Channel'],
@@ -147,6 +151,8 @@ export class VoiceManager {
         ? { kind: 'already-here', session: existing }
         : { kind: 'in-other-channel', channelId: existing.channelId ?? channel.id };
     }
+    // The server's AFK channel is where Discord moves idle members, and where nobody speaks: Herald never joins it.
+    if (channel.guild.afkChannelId === channel.id) return { kind: 'afk-channel' };
     const me = channel.guild.members.me;
     const permissions = me ? channel.permissionsFor(me) : null;
     for (const [flag, permission] of REQUIRED) {
@@ -216,6 +222,7 @@ export class VoiceManager {
     if (newState.id === me) {
       if (newState.channelId !== null && newState.channelId !== oldState.channelId)
         this.#leaveIfAlone(newState.guild);
+      if (newState.channelId !== null) this.#onServerMute(newState.guild.id, newState.serverMute === true);
       return;
     }
     if (oldState.channelId === session.channelId || newState.channelId === session.channelId) {
@@ -236,6 +243,24 @@ export class VoiceManager {
       this.#withdrawnAway.delete(this.#withdrawnAway.keys().next().value ?? '');
     }
     return false;
+  }
+
+  /** Herald's own server mute changed: its session waits (paying nothing) or goes on; the channel is told once. */
+  #onServerMute(guildId: string, muted: boolean): void {
+    const entry = this.#sessions.get(guildId);
+    if (!entry || entry.session.muted === muted) return;
+    entry.session.setMuted(muted);
+    if (muted && entry.announce) {
+      entry.announce
+        .send({
+          content:
+            'A moderator server-muted me, so nobody can hear me: I am keeping the queue and spend nothing until I am unmuted.',
+          allowedMentions: { parse: [] },
+        })
+        .catch((error: unknown) =>
+          this.#options.logger.warn('could not say why Herald is quiet', { guild: guildId, err: error }),
+        );
+    }
   }
 
   /** A deleted voice channel ends its session. */
@@ -298,13 +323,22 @@ export class VoiceManager {
   }
 
   #leaveIfAlone(guild: Guild): void {
+    if (!this.#isAlone(guild)) return;
+    // Discord empties a deleted channel before (or after) its CHANNEL_DELETE: looking again a moment later lets
+    // the deletion be told as what it is, rather than as "nobody is listening".
+    setTimeout(() => {
+      if (this.#isAlone(guild)) this.get(guild.id)?.end('alone');
+    }, ALONE_GRACE_MS).unref();
+  }
+
+  /** True when Herald's session in `guild` is in a channel that still exists and has no human in it. */
+  #isAlone(guild: Guild): boolean {
     const session = this.get(guild.id);
     const channelId = session?.channelId;
-    if (!session || !channelId) return;
+    if (!session || session.ended || !channelId) return false;
     const channel = guild.channels.cache.get(channelId);
-    if (!channel?.isVoiceBased()) return;
-    const humans = channel.members.filter((member) => !member.user.bot);
-    if (humans.size === 0) session.end('alone');
+    if (!channel?.isVoiceBased()) return false;
+    return channel.members.filter((member) => !member.user.bot).size === 0;
   }
 
   /** Coalesces a session's changes into one snapshot per tick. */

@@ -1,27 +1,10 @@
 import { ReadAhead } from '../audio/read-ahead.ts';
 import type { Logger } from '../log.ts';
-import { countCharacters, type GenerateResult, type Speaker, TtsAbortedError } from '../tts/index.ts';
+import { countCharacters, type GenerateResult, TtsAbortedError } from '../tts/index.ts';
 import type { SynthesisPacing } from './pacing.ts';
+import type { EnqueueOutcome, QueueLimits, SpeechRequest, Synthesize } from './request.ts';
 
-/** One thing a member asked Herald to say. */
-export interface SpeechRequest {
-  readonly text: string;
-  readonly speaker: Speaker;
-  /** The service's variability (0.5–2.0); undefined leaves the service's default. */
-  readonly temperature?: number;
-  readonly requestedBy: { readonly id: string; readonly name: string };
-  /** Identifies the source (e.g. a message id) so it can be withdrawn with {@link SpeechQueue.withdraw}. */
-  readonly key?: string;
-  /** Told, once, when this utterance could not be spoken; never called for a skip, stop or withdrawal. */
-  readonly onFailure: (error: unknown) => void;
-}
-
-/** Asks the TTS service for speech for `guildId` (whose budget pays); rejects on failure; honours `signal`. */
-export type Synthesize = (
-  request: SpeechRequest,
-  signal: AbortSignal,
-  guildId: string,
-) => Promise<GenerateResult>;
+export type { EnqueueOutcome, QueueLimits, SpeechRequest, Synthesize };
 
 /** Why a session ended; each maps to what Herald tells the server. */
 export type SessionEnd =
@@ -38,19 +21,6 @@ export type SessionEnd =
 
 /** Why an utterance was dropped before it was heard: a member's `/skip` or `/stop`, a deleted message, or the end. */
 export type DropReason = 'skip' | 'stop' | 'withdrawn' | 'failed' | SessionEnd;
-
-/** How much one server, and one member in it, may have queued. */
-export interface QueueLimits {
-  /** Utterances queued in the server, the one playing included. */
-  readonly perServer: number;
-  /** Utterances one member has queued in the server, the one playing included. */
-  readonly perMember: number;
-}
-
-/** Outcome of {@link SpeechQueue.enqueue}: queued (`ahead` before it; 0 when it is next), or refused when full. */
-export type EnqueueOutcome =
-  | { readonly kind: 'queued'; readonly ahead: number }
-  | { readonly kind: 'queue-full'; readonly scope: 'server' | 'member'; readonly limit: number };
 
 /** Paid audio, read ahead into memory so it is ready the moment it is due. */
 export interface Prepared {

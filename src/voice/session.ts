@@ -9,7 +9,7 @@ import {
   type VoiceConnection,
 } from '@discordjs/voice';
 import { createSpeechResource, STOP_SILENCE_FRAMES, setTrailingSilence } from '../audio/resource.ts';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../discord/member-facing.ts';
 import type { Logger } from '../log.ts';
 import { DEFAULT_TIMEOUTS, type GenerateResult } from '../tts/index.ts';
 import { VoiceLink, type VoiceLinkOptions } from './connection.ts';
@@ -106,6 +106,11 @@ export class GuildSession {
   readonly #link: VoiceLink;
   #idleTimer: NodeJS.Timeout | undefined;
   #ended: SessionEnd | undefined;
+  /** The voice link can play (connected, or about to be). */
+  #linkCanPlay = false;
+  /** A moderator server-muted Herald: nobody would hear it. */
+  #muted = false;
+  #mutedTimer: NodeJS.Timeout | undefined;
   #unguard: () => void = () => {};
   /** What the player was last given. */
   #resource: AudioResource | undefined;
@@ -197,7 +202,10 @@ export class GuildSession {
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
       ...(options.maxRejoins === undefined ? {} : { maxRejoins: options.maxRejoins }),
       ...(options.joinQueue ? { joinQueue: options.joinQueue } : {}),
-      onCanPlay: (canPlay) => this.#queue.setCanPlay(canPlay),
+      onCanPlay: (canPlay) => {
+        this.#linkCanPlay = canPlay;
+        this.#queue.setCanPlay(canPlay && !this.#muted);
+      },
       onLost: (reason) => this.end(reason),
     });
     this.connection.subscribe(this.player);
@@ -285,9 +293,31 @@ export class GuildSession {
   }
 
   /** Ends the session: drops every utterance (paid ones are reported unplayed), leaves the channel, reports once. */
+  /** True while a moderator has Herald server-muted. */
+  get muted(): boolean {
+    return this.#muted;
+  }
+
+  /**
+   * Herald was server-muted (or unmuted) by a moderator. Muted, nobody hears it: no utterance starts, so nothing
+   * more is paid (the one playing, already paid, ends), and nothing is dropped; the queue waits for as long as the
+   * idle timeout, then the session ends as an idle one would. Unmuted, the queue goes on in order.
+   */
+  setMuted(muted: boolean): void {
+    if (this.#ended || muted === this.#muted) return;
+    this.#muted = muted;
+    this.#logger.info(muted ? 'server-muted: the queue waits' : 'unmuted: the queue goes on', {
+      waiting: this.pending,
+    });
+    clearTimeout(this.#mutedTimer);
+    if (muted) this.#mutedTimer = setTimeout(() => this.end('idle'), this.#options.idleTimeoutMs);
+    this.#queue.setCanPlay(this.#linkCanPlay && !muted);
+  }
+
   end(reason: SessionEnd): void {
     if (this.#ended) return;
     this.#ended = reason;
+    clearTimeout(this.#mutedTimer);
     this.#logger.info('voice session ended', { reason, dropped: this.pending });
     clearTimeout(this.#idleTimer);
     this.#queue.close(reason);

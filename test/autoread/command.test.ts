@@ -6,7 +6,7 @@ import {
   createAutoReadStore,
   defaultAutoReadSettings,
 } from '../../src/autoread/settings.ts';
-import type { Deps } from '../../src/command.ts';
+import type { Deps } from '../../src/discord/command.ts';
 import { silentLogger } from '../../src/log.ts';
 import { openDatabase } from '../../src/storage/index.ts';
 

@@ -1,7 +1,7 @@
 import { type MessageContextMenuCommandInteraction, PermissionFlagsBits } from 'discord.js';
 import { describe, expect, it } from 'vitest';
 import { readAloud } from '../../commands/read-aloud.ts';
-import type { Deps } from '../../src/command.ts';
+import type { Deps } from '../../src/discord/command.ts';
 import { silentLogger } from '../../src/log.ts';
 
 // Refusals of "Read aloud" that the end-to-end tests cannot stage (Discord never offers the command on a message

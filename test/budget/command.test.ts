@@ -2,7 +2,7 @@ import { PermissionFlagsBits } from 'discord.js';
 import { describe, expect, it } from 'vitest';
 import { budget, describeRecheck, renderBudget } from '../../commands/budget.ts';
 import type { BudgetDeps, BudgetProbe } from '../../src/budget/index.ts';
-import type { Deps } from '../../src/command.ts';
+import type { Deps } from '../../src/discord/command.ts';
 import { silentLogger } from '../../src/log.ts';
 import { fakeService, makeGuard, NOON, req, speakOnce } from './helpers.ts';
 

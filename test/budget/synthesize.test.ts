@@ -7,9 +7,9 @@ import {
   createTtsProbe,
   PROBE_TEXT,
 } from '../../src/budget/index.ts';
-import { UserFacingError } from '../../src/errors.ts';
+import { UserFacingError } from '../../src/discord/member-facing.ts';
+import { describeFailure } from '../../src/discord/replies.ts';
 import { silentLogger } from '../../src/log.ts';
-import { describeFailure } from '../../src/replies.ts';
 import {
   createTtsClient,
   type GenerateRequest,

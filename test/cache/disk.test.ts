@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -125,6 +125,10 @@ describe('the disk cache', () => {
     now += DAY / 2;
     await first.put('new', entry(100, now));
     writeFileSync(join(dir, 'new.abc.tmp'), 'half a write');
+    const crashed = (Date.now() - 3 * 60_000) / 1000;
+    utimesSync(join(dir, 'new.abc.tmp'), crashed, crashed);
+    // Another live process's write in progress: young, so left alone.
+    writeFileSync(join(dir, 'other.def.tmp'), 'being written');
     now += DAY / 2 + 1000;
     const second = await openDiskCache({
       dir,
@@ -133,7 +137,7 @@ describe('the disk cache', () => {
       logger: silentLogger,
       now: () => now,
     });
-    expect(readdirSync(dir).some((name) => name.endsWith('.tmp'))).toBe(false);
+    expect(readdirSync(dir).filter((name) => name.endsWith('.tmp'))).toEqual(['other.def.tmp']);
     expect((await second.get('new')).kind).toBe('hit');
     expect(await second.get('old')).toEqual({ kind: 'miss' });
   });

@@ -11,18 +11,15 @@ afterEach(() => {
   dir = undefined;
 });
 
-it('moves a single process’s entries into the first shard’s folder and deletes folders past the shard count', async () => {
+it('readies the folder for shards by adopting every per-shard folder: one folder for the machine, no orphans', async () => {
   dir = mkdtempSync(join(tmpdir(), 'herald-cache-shards-'));
   writeFileSync(join(dir, 'aaaa.hac'), 'entry');
-  writeFileSync(join(dir, 'bbbb.1a2b3c.tmp'), 'half written');
   for (const shard of [0, 3, 4, 7]) {
     mkdirSync(join(dir, `shard-${shard}`));
     writeFileSync(join(dir, `shard-${shard}`, `s${shard}.hac`), 'entry');
   }
   await prepareShardCacheFolders(dir, { count: 4, firstId: 0, logger: silentLogger });
-  expect(readdirSync(dir).sort()).toEqual(['shard-0', 'shard-3']);
-  expect(readdirSync(join(dir, 'shard-0')).sort()).toEqual(['aaaa.hac', 's0.hac']);
-  expect(readdirSync(join(dir, 'shard-3'))).toEqual(['s3.hac']);
+  expect(readdirSync(dir).sort()).toEqual(['aaaa.hac', 's0.hac', 's3.hac', 's4.hac', 's7.hac']);
 });
 
 it('leaves a missing folder missing', async () => {

@@ -85,14 +85,12 @@ describeEachBackend('savings as whole nano-dollars (cache migration 2)', (backen
 });
 
 describe('parseCacheConfig', () => {
-  it('a shard process of a manager: a folder of its own, and its share of the machine’s megabytes', () => {
-    const parsed = parseCacheConfig({ AUDIO_CACHE_MB: '100' }, './data/herald.sqlite', { id: 3, of: 4 });
+  it('every process of the machine, shard or not, gets the whole folder and the whole size', () => {
+    const parsed = parseCacheConfig({ AUDIO_CACHE_MB: '100' }, './data/herald.sqlite');
     expect(parsed).toMatchObject({
       ok: true,
-      value: { maxBytes: Math.floor((100 * 1024 * 1024) / 4), dir: 'data/audio-cache/shard-3' },
+      value: { maxBytes: 100 * 1024 * 1024, dir: 'data/audio-cache' },
     });
-    const parsedDir = parseCacheConfig({ AUDIO_CACHE_DIR: '/srv/cache' }, ':memory:', { id: 0, of: 2 });
-    expect(parsedDir).toMatchObject({ ok: true, value: { dir: '/srv/cache/shard-0' } });
   });
 
   it('defaults: 256 MB, 30 days, 200 characters, beside the database', () => {

@@ -19,7 +19,7 @@ import {
 } from '../../emulators/discord/index.ts';
 import { startTtsEmulator, type TtsEmulator, type TtsEmulatorOptions } from '../../emulators/tts/index.ts';
 import { parseConfig, secretsOf } from '../../src/config.ts';
-import { type Herald, startHerald } from '../../src/herald.ts';
+import { type Herald, type HeraldOptions, startHerald } from '../../src/herald.ts';
 import { createLogger } from '../../src/log.ts';
 import type { TtsTimeouts } from '../../src/tts/index.ts';
 
@@ -36,6 +36,8 @@ export interface WorldOptions {
   readonly ttsTimeouts?: TtsTimeouts;
   /** Bound on `/readyz`'s TTS check (Herald's default is 3 s). */
   readonly ttsReadyTimeoutMs?: number;
+  /** The clock of data retention, and how often removed servers are checked (Herald's default: hourly). */
+  readonly privacy?: HeraldOptions['privacy'];
 }
 
 /** A server with a text channel, a voice channel, an admin and a member, and Herald logged in. */
@@ -117,6 +119,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
       logger,
       ...(options.ttsTimeouts ? { ttsTimeouts: options.ttsTimeouts } : {}),
       ...(options.ttsReadyTimeoutMs === undefined ? {} : { ttsReadyTimeoutMs: options.ttsReadyTimeoutMs }),
+      ...(options.privacy ? { privacy: options.privacy } : {}),
       ...(options.voiceConnectTimeoutMs === undefined
         ? {}
         : { voiceConnectTimeoutMs: options.voiceConnectTimeoutMs }),

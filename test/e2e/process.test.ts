@@ -106,6 +106,21 @@ describe('npm start', () => {
     expect(output).not.toContain('sandbox');
   });
 
+  it('starts as one process with the shard variables set but empty, as a .env copied from .env.example has them', async () => {
+    const guild = discord.createGuild({ name: 'Empty Shards Test' });
+    guild.addTextChannel('general');
+    const bot = run(
+      INDEX,
+      [],
+      { ...goodEnv(), SHARD_COUNT: '', SHARD_IDS: '', SHARD_PROCESSES: '' },
+      /"msg":"logged in"/,
+    );
+    const first = await Promise.race([bot.seen, bot.done.then((r) => r.output)]);
+    expect(first).toMatch(/"msg":"logged in"/);
+    bot.child.kill('SIGTERM');
+    expect((await bot.done).code).toBe(0);
+  });
+
   it('logs in, answers, shuts down cleanly on SIGTERM, and never prints the token or the key', async () => {
     const guild = discord.createGuild({ name: 'Process Test' });
     guild.addTextChannel('general');
@@ -272,7 +287,7 @@ describe('npm run deploy-commands', () => {
   it('registers every command in one server, with Manage Server as /voice-set’s default permission', async () => {
     const guild = discord.createGuild({ name: 'Deploy Test' });
     const { code, output } = await run(DEPLOY, ['--guild', guild.id], goodEnv()).done;
-    expect(output).toMatch(/Registered 15 commands in server/);
+    expect(output).toMatch(/Registered 16 commands in server/);
     expect(code).toBe(0);
     const registered = discord.commands.guild.get(guild.id) ?? [];
     expect(registered.map((command) => command.name).sort()).toEqual(
@@ -281,6 +296,7 @@ describe('npm run deploy-commands', () => {
         'block',
         'budget',
         'dictionary',
+        'forget-me',
         'join',
         'leave',
         'nickname',
@@ -306,7 +322,7 @@ describe('npm run deploy-commands', () => {
     const guild = discord.createGuild({ name: 'User Install Test' });
     const env = { ...goodEnv(), USER_INSTALL: 'on' };
     const { code, output } = await run(DEPLOY, ['--guild', guild.id], env).done;
-    expect(output).toMatch(/Registered 15 commands in server \d+, for servers and user installs/);
+    expect(output).toMatch(/Registered 16 commands in server \d+, for servers and user installs/);
     expect(code).toBe(0);
     const registered = discord.commands.guild.get(guild.id) ?? [];
     const offered = registered.filter((command) => JSON.stringify(command.integration_types) === '[0,1]');
@@ -318,7 +334,7 @@ describe('npm run deploy-commands', () => {
 
   it('registers globally, and refuses a malformed server id', async () => {
     expect((await run(DEPLOY, [], goodEnv()).done).code).toBe(0);
-    expect(discord.commands.global.length).toBe(15);
+    expect(discord.commands.global.length).toBe(16);
     const refused = await run(DEPLOY, ['--guild', 'nope'], goodEnv()).done;
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/--guild needs a numeric server id/);
@@ -331,7 +347,7 @@ describe('npm run deploy-commands', () => {
     ).length;
     const equals = await run(DEPLOY, [`--guild=${guild.id}`], goodEnv()).done;
     expect(equals.output).toMatch(/in server/);
-    expect(discord.commands.guild.get(guild.id)?.length).toBe(15);
+    expect(discord.commands.guild.get(guild.id)?.length).toBe(16);
     const typo = await run(DEPLOY, ['--guid', guild.id], goodEnv()).done;
     expect(typo.code).toBe(1);
     expect(typo.output).toMatch(/Unknown option '--guid'/);

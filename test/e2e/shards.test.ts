@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -48,6 +48,8 @@ let caPath: string;
 const servers: Server[] = [];
 const groups: Spawned[] = [];
 
+/** What an operator sets for the most voices one machine holds (`npm start` runs one process without it). */
+const AUTO = { SHARD_PROCESSES: 'auto' } as const;
 const describePg = 'url' in cluster ? describe : describe.skip;
 if ('skipped' in cluster) {
   describe.skip(`sharded Herald on PostgreSQL — skipped: ${cluster.skipped}`, () => {
@@ -123,7 +125,7 @@ const linesOf = (group: Spawned): Record<string, unknown>[] =>
 const pidOf = (group: Spawned, shard: number): number | undefined =>
   linesOf(group)
     .filter((l) => l.msg === 'shard process started' && l.shard === shard)
-    .map((l) => l.pid as number)
+    .map((l) => l.shardPid as number)
     .at(-1);
 
 /** The ledger as the database (PostgreSQL, or a `sqlite:` file) holds it: each charged row's request id and cost. */
@@ -536,26 +538,91 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
     }
   });
 
-  it.skipIf(defaultShardProcesses({}, machineShape()) === undefined)(
-    'npm start with no SHARD_COUNT runs twice the cores (as the memory holds) as shard processes, and each one speaks',
+  it('pays once for one sentence asked in 10 servers spread over 4 shards at the same moment; the metrics count it once', async () => {
+    const url = await createDatabase((cluster as { url: string }).url);
+    tts.balanceUsd = 10;
+    const cacheDir = join(dir, 'one-cache-for-the-machine');
+    // A folder an older Herald kept for a shard process: adopted, not left an orphan.
+    mkdirSync(join(cacheDir, 'shard-2'), { recursive: true });
+    const group = await startGroup(url, {
+      SHARD_COUNT: '4',
+      METRICS_PORT: '0',
+      AUDIO_CACHE_MB: '8',
+      AUDIO_CACHE_DIR: cacheDir,
+    });
+    try {
+      const sentence = 'One sentence, ten servers, four shards.';
+      const paidFor = () =>
+        tts.requests.filter(
+          (r) => (r.body as { text?: string } | undefined)?.text === sentence && r.chargedUsd > 0,
+        );
+      // Ten servers, round robin over the shards, so every shard process asks.
+      const byShard = [0, 1, 2, 3].map((shard) => servers.filter((s) => shardOf(s.guild.id, 4) === shard));
+      const ten = Array.from({ length: 10 }, (_, i) => byShard[i % 4]?.[Math.floor(i / 4)]).filter(
+        (server): server is Server => server !== undefined,
+      );
+      expect(new Set(ten.map((s) => shardOf(s.guild.id, 4))).size).toBe(4);
+      expect(ten).toHaveLength(10);
+      for (const server of ten) discord.voice(server.guild).clear();
+      const replies = await Promise.all(
+        ten.map((s) =>
+          discord.slash(s.members[0] as Member, 'speak', { text: sentence }, { channel: s.text }),
+        ),
+      );
+      expect(replies.map((r) => r.content)).toEqual(replies.map(() => expect.stringMatching(ACCEPTED)));
+      const heard = await Promise.all(
+        ten.map((s) => discord.voice(s.guild).untilSilent({ timeoutMs: 30_000 })),
+      );
+      expect(heard.every((h) => h.segments.length >= 1 && h.soundMs > 0)).toBe(true);
+      expect(paidFor()).toHaveLength(1);
+
+      await vi.waitFor(
+        () => expect(readdirSync(cacheDir).filter((n) => n.endsWith('.hac'))).toHaveLength(1),
+        {
+          timeout: 10_000,
+          interval: 100,
+        },
+      );
+      expect(readdirSync(cacheDir).filter((name) => name.startsWith('shard-'))).toEqual([]);
+      const endpoint = linesOf(group).find((l) => l.msg === 'ops endpoint listening')?.url as string;
+      await vi.waitFor(
+        async () => {
+          const metrics = await (await fetch(`${endpoint}/metrics`)).text();
+          expect(metrics).toMatch(/^herald_audio_cache_entries 1$/m);
+        },
+        { timeout: 10_000, interval: 200 },
+      );
+      const metrics = await (await fetch(`${endpoint}/metrics`)).text();
+      const fileBytes = readdirSync(cacheDir)
+        .filter((n) => n.endsWith('.hac'))
+        .reduce((sum, n) => sum + statSync(join(cacheDir, n)).size, 0);
+      expect(metrics).toMatch(new RegExp(`^herald_audio_cache_bytes ${fileBytes}$`, 'm'));
+    } finally {
+      await stopGroup(group);
+    }
+  });
+
+  it.skipIf(defaultShardProcesses(AUTO, machineShape()) === undefined)(
+    'npm start with SHARD_PROCESSES=auto runs twice the cores (as the memory holds) as shard processes, and each one speaks',
     async () => {
       const url = await createDatabase((cluster as { url: string }).url);
       tts.balanceUsd = 10;
-      // heraldEnv pins one process; an operator who never heard of shards sets nothing.
+      // heraldEnv pins one process; an operator who wants the most voices this machine holds sets SHARD_PROCESSES=auto.
       const cacheDir = join(dir, 'cache-of-npm-start');
       const group = await startGroup(
         url,
-        { SHARD_COUNT: '', AUDIO_CACHE_MB: '8', AUDIO_CACHE_DIR: cacheDir },
+        { ...AUTO, SHARD_COUNT: '', AUDIO_CACHE_MB: '8', AUDIO_CACHE_DIR: cacheDir },
         INDEX,
       );
       try {
-        const count = defaultShardProcesses({}, machineShape()) ?? 1;
+        const count = defaultShardProcesses(AUTO, machineShape()) ?? 1;
         expect(discord.gatewaySessions().map((s) => s.shard)).toEqual(
           expect.arrayContaining(Array.from({ length: count }, (_, id) => [id, count])),
         );
         expect(discord.gatewaySessions()).toHaveLength(count);
         expect(
-          new Set(linesOf(group).flatMap((l) => (l.msg === 'shard process started' ? [l.pid] : []))).size,
+          new Set(linesOf(group).flatMap((l) => (l.msg === 'shard process started' ? [l.shardPid] : [])))
+            .size,
         ).toBe(count);
         // A server of each shard is answered and heard.
         const speaking = Array.from({ length: count }, (_, shard) =>
@@ -572,34 +639,30 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
           const heard = await discord.voice(server.guild).untilSilent({ timeoutMs: 20_000 });
           expect(heard.segments).toHaveLength(1);
         }
-        // Each shard keeps its audio in a folder of its own, bounded by its share of the machine's 8 MB.
+        // Every shard keeps its audio in the machine's one folder: the sentence every shard was asked is there once.
         await vi.waitFor(
-          () =>
-            expect(readdirSync(cacheDir).sort()).toEqual(
-              Array.from({ length: count }, (_, id) => `shard-${id}`).sort(),
-            ),
-          { timeout: 10_000, interval: 100 },
+          () => expect(readdirSync(cacheDir).filter((n) => n.endsWith('.hac'))).toHaveLength(1),
+          {
+            timeout: 10_000,
+            interval: 100,
+          },
         );
-        for (let id = 0; id < count; id += 1) {
-          expect(
-            readdirSync(join(cacheDir, `shard-${id}`)).filter((name) => name.endsWith('.hac')),
-          ).toHaveLength(1);
-        }
+        expect(readdirSync(cacheDir).filter((name) => name.startsWith('shard-'))).toEqual([]);
       } finally {
         await stopGroup(group);
       }
     },
   );
-  it.skipIf(defaultShardProcesses({}, machineShape()) === undefined)(
-    'npm start as an operator leaves it (SQLite, SHARD_COUNT unset): shard processes on one fresh file hold one floor, and the ledger is the service’s charges',
+  it.skipIf(defaultShardProcesses(AUTO, machineShape()) === undefined)(
+    'npm start with SHARD_PROCESSES=auto on SQLite: shard processes on one fresh file hold one floor, and the ledger is the service’s charges',
     async () => {
       const url = `sqlite:${join(dir, 'npm-start', 'herald.sqlite')}`;
       tts.balanceUsd = 0.555;
       const before = tts.requests.length;
       // A fresh file: every shard process migrates it at the same moment.
-      const group = await startGroup(url, { SHARD_COUNT: '', BUDGET_FLOOR_USD: '0.50' }, INDEX);
+      const group = await startGroup(url, { ...AUTO, SHARD_COUNT: '', BUDGET_FLOOR_USD: '0.50' }, INDEX);
       try {
-        const count = defaultShardProcesses({}, machineShape()) ?? 1;
+        const count = defaultShardProcesses(AUTO, machineShape()) ?? 1;
         expect(discord.gatewaySessions()).toHaveLength(count);
         await expectFloorHeldWithEverybodySpeaking(before);
         await expectLedgerMatchesService(url, before);

@@ -5,19 +5,21 @@ import { ONE_SHARD } from '../../src/shard/config.ts';
 describe('the doctor’s Processes row', () => {
   const GB = 2 ** 30;
 
-  it('says how many shard processes npm start runs when SHARD_COUNT is unset, and how to have one', () => {
+  it('says how many shard processes npm start runs when SHARD_PROCESSES asks for them, and how to have one', () => {
     const row = processesCheck(ONE_SHARD, { shardProcesses: 4, cores: 2, memoryBytes: 24 * GB });
     expect(row).toMatchObject({ name: 'Processes', status: 'ok' });
     expect(row.detail).toMatch(
-      /^npm start runs 4 shard processes .*twice this machine's 2 cores.*SHARD_COUNT=1/,
+      /^npm start runs 4 shard processes .*twice this machine's 2 cores.*unset, SHARD_PROCESSES runs one process/,
     );
   });
 
-  it('one process: on purpose on several cores (and what unset would do), or on one core', () => {
-    const chosen = { count: 1, ids: undefined, managed: false } as const;
+  it('one process by default, and what SHARD_PROCESSES=auto would run here', () => {
     expect(
-      processesCheck(chosen, { shardProcesses: undefined, cores: 2, memoryBytes: 24 * GB }).detail,
-    ).toMatch(/^npm start runs one process \(SHARD_COUNT=1\).*unset, it runs twice the cores/);
+      processesCheck(ONE_SHARD, { shardProcesses: undefined, cores: 2, memoryBytes: 24 * GB }).detail,
+    ).toMatch(/^npm start runs one process \(the default.*SHARD_PROCESSES=auto would run 4 shard processes/);
+  });
+
+  it('one process on one core', () => {
     expect(
       processesCheck(ONE_SHARD, { shardProcesses: undefined, cores: 1, memoryBytes: 24 * GB }).detail,
     ).toBe('npm start runs one process (one core)');

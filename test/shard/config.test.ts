@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { clientShardOptions, ownsGuild } from '../../src/shard/client.ts';
 import {
   defaultShardProcesses,
+  ONE_SHARD,
   parseShardConfig,
   parseShardIds,
   shardOfGuild,
@@ -23,16 +24,7 @@ describe('parseShardConfig', () => {
     // The ShardingManager's child: its own shard, whatever SHARD_IDS the group had.
     {
       env: { SHARDING_MANAGER: 'true', SHARDS: '9', SHARD_COUNT: '16', SHARD_IDS: '8-15' },
-      value: { count: 16, ids: [9], managed: true, processesHere: 1 },
-    },
-    // Its manager says how many shard processes run on this machine (a nonsense value counts as one).
-    {
-      env: { SHARDING_MANAGER: 'true', SHARDS: '2', SHARD_COUNT: '4', HERALD_SHARD_PROCESSES: '4' },
-      value: { count: 4, ids: [2], managed: true, processesHere: 4 },
-    },
-    {
-      env: { SHARDING_MANAGER: 'true', SHARDS: '2', SHARD_COUNT: '4', HERALD_SHARD_PROCESSES: '0' },
-      value: { count: 4, ids: [2], managed: true, processesHere: 1 },
+      value: { count: 16, ids: [9], managed: true },
     },
   ])('$env', ({ env, value }) => {
     const result = parseShardConfig(env);
@@ -63,12 +55,26 @@ describe('parseShardConfig', () => {
   });
 });
 
-describe('defaultShardProcesses: what npm start runs when the operator did not say', () => {
+describe('defaultShardProcesses: what npm start runs', () => {
   const GB = 2 ** 30;
   const roomy = (cores: number) => ({ cores, memoryBytes: 64 * GB });
+  const auto = { SHARD_PROCESSES: 'auto' };
 
-  it('twice the cores, at most 16; one process (undefined) on a single core', () => {
-    expect([1, 2, 3, 4, 8, 9, 64].map((cores) => defaultShardProcesses({}, roomy(cores)))).toEqual([
+  it('one process (undefined) unless the operator asks, whatever the machine', () => {
+    for (const cores of [1, 2, 4, 64]) expect(defaultShardProcesses({}, roomy(cores))).toBeUndefined();
+    // Set but empty is not set, as everywhere in the configuration.
+    expect(defaultShardProcesses({ SHARD_PROCESSES: ' ', SHARD_COUNT: '' }, roomy(2))).toBeUndefined();
+  });
+
+  it('SHARD_PROCESSES=N runs N; 1 (or a value the configuration refuses) runs one process', () => {
+    expect(defaultShardProcesses({ SHARD_PROCESSES: '3' }, roomy(2))).toBe(3);
+    for (const value of ['1', '0', '-2', 'two', '2.5']) {
+      expect(defaultShardProcesses({ SHARD_PROCESSES: value }, roomy(2))).toBeUndefined();
+    }
+  });
+
+  it('auto: twice the cores, at most 16; one process (undefined) on a single core', () => {
+    expect([1, 2, 3, 4, 8, 9, 64].map((cores) => defaultShardProcesses(auto, roomy(cores)))).toEqual([
       undefined,
       4,
       6,
@@ -77,14 +83,15 @@ describe('defaultShardProcesses: what npm start runs when the operator did not s
       16,
       16,
     ]);
+    expect(defaultShardProcesses({ SHARD_PROCESSES: 'AUTO' }, roomy(2))).toBe(4);
   });
 
-  it('no more than the memory holds at 512 MB each; one process below two', () => {
+  it('auto: no more than the memory holds at 512 MB each; one process below two', () => {
     const on2Cores = [0.5, 0.99, 1, 1.5, 2, 24].map((gb) =>
-      defaultShardProcesses({}, { cores: 2, memoryBytes: gb * GB }),
+      defaultShardProcesses(auto, { cores: 2, memoryBytes: gb * GB }),
     );
     expect(on2Cores).toEqual([undefined, undefined, 2, 3, 4, 4]);
-    expect(defaultShardProcesses({}, { cores: 8, memoryBytes: 3 * GB })).toBe(6);
+    expect(defaultShardProcesses(auto, { cores: 8, memoryBytes: 3 * GB })).toBe(6);
   });
 
   it('the operator’s SHARD_COUNT or SHARD_IDS, and a shard the manager spawned, run as they say', () => {
@@ -94,10 +101,21 @@ describe('defaultShardProcesses: what npm start runs when the operator did not s
       { SHARD_IDS: '0-3' },
       { SHARDING_MANAGER: 'true', SHARDS: '0', SHARD_COUNT: '4' },
     ]) {
-      expect(defaultShardProcesses(env, roomy(2))).toBeUndefined();
+      expect(defaultShardProcesses({ ...env, ...auto }, roomy(2))).toBeUndefined();
     }
-    // Set but empty is not set, as everywhere in the configuration.
-    expect(defaultShardProcesses({ SHARD_COUNT: ' ', SHARD_IDS: '' }, roomy(2))).toBe(4);
+  });
+
+  it('the configuration refuses a SHARD_PROCESSES that is no count, or one beside SHARD_COUNT', () => {
+    for (const value of ['0', 'two', '2.5', '-1']) {
+      const result = parseShardConfig({ SHARD_PROCESSES: value });
+      expect(result.ok).toBe(false);
+      if (!result.ok) expect(result.problems.join('\n')).toMatch(/^SHARD_PROCESSES must be a whole number/);
+    }
+    const both = parseShardConfig({ SHARD_PROCESSES: 'auto', SHARD_COUNT: '4' });
+    expect(both.ok).toBe(false);
+    if (!both.ok) expect(both.problems.join('\n')).toMatch(/Set one or the other/);
+    expect(parseShardConfig({ SHARD_PROCESSES: '4' })).toEqual({ ok: true, value: ONE_SHARD });
+    expect(parseShardConfig({ SHARD_PROCESSES: 'auto' }).ok).toBe(true);
   });
 });
 

@@ -6,8 +6,8 @@
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { budgetedSynthesize } from '../../src/budget/index.ts';
+import { describeFailure } from '../../src/discord/replies.ts';
 import type { LogFields, Logger } from '../../src/log.ts';
-import { describeFailure } from '../../src/replies.ts';
 import {
   type Database,
   DatabaseTimeoutError,

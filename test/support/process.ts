@@ -28,17 +28,23 @@ export interface RunningProcess {
   untilPrinted(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
 
-/** Runs `script` with this Node in a clean environment (nothing from the shell or a developer's .env). */
+/**
+ * Runs `script` with this Node in a clean environment (nothing from the shell or a developer's .env). With
+ * `group`, it leads a process group of its own (as a service under systemd, or a command in a terminal), so that a
+ * test can signal it and every process it started at once: `process.kill(-child.pid, 'SIGTERM')`.
+ */
 export function run(
   script: string,
   args: string[],
   env: Record<string, string>,
   until?: RegExp,
+  options: { readonly group?: boolean } = {},
 ): RunningProcess {
   const child = spawn(process.execPath, [script, ...args], {
     cwd: mkdtempSync(join(tmpdir(), 'herald-proc-')),
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.group === true,
   });
   let output = '';
   const watchers = new Set<() => void>();

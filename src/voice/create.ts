@@ -1,0 +1,59 @@
+import { type Client, Events } from 'discord.js';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { ownsGuild } from '../shard/client.ts';
+import type { VoiceStateStore } from '../storage/voice-state.ts';
+import type { GenerateResult } from '../tts/index.ts';
+import { createJoinQueue } from './join-queue.ts';
+import { VoiceManager, type VoiceManagerOptions } from './manager.ts';
+import { persistSnapshots, type RecoveryOptions, recoverSessions } from './recovery.ts';
+import type { Synthesize } from './session.ts';
+
+/** What {@link createVoice} is built from. */
+export interface VoiceParts {
+  readonly config: Pick<Config, 'idleTimeoutMs' | 'utterancePauseMs' | 'framesPerPacket' | 'queueLimits'>;
+  /** The paid path each utterance is spoken through. */
+  readonly synthesize: Synthesize;
+  /** Tells the ledger that audio it paid for was never heard, and why. */
+  readonly unplayed: (result: GenerateResult, reason: string) => void;
+  /** Where each server's voice channel and queue are kept, so a restart rejoins and finishes them. */
+  readonly store: VoiceStateStore;
+  /** Follows sessions for the operations view; none: voice runs exactly as without it. */
+  readonly observer: VoiceManagerOptions['observer'] | undefined;
+  /** How long a voice join may take before Herald gives up (default 15 s). */
+  readonly connectTimeoutMs: number | undefined;
+  readonly logger: Logger;
+}
+
+/** Builds the voice manager: each server's session, queue and connection, on one gateway connection (shard). */
+export function createVoice(parts: VoiceParts): VoiceManager {
+  const { config, logger } = parts;
+  return new VoiceManager({
+    logger,
+    idleTimeoutMs: config.idleTimeoutMs,
+    pauseMs: config.utterancePauseMs,
+    framesPerPacket: config.framesPerPacket,
+    ...(parts.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: parts.connectTimeoutMs }),
+    limits: config.queueLimits,
+    onSnapshot: persistSnapshots(parts.store, logger),
+    synthesize: parts.synthesize,
+    // One gateway connection (shard), so one join queue: Discord's command rate is per shard.
+    joinQueue: createJoinQueue(),
+    onUnplayed: (result, _request, reason) => parts.unplayed(result, reason),
+    ...(parts.observer ? { observer: parts.observer } : {}),
+  });
+}
+
+/**
+ * Once the client's caches are filled (`ClientReady`): rejoins the voice channels of this process's servers that
+ * Herald was in before a restart, and finishes their queues. A failure is logged, never thrown.
+ */
+export function recoverWhenReady(client: Client, options: Omit<RecoveryOptions, 'client' | 'owns'>): void {
+  client.once(Events.ClientReady, (ready) => {
+    recoverSessions({
+      ...options,
+      client: ready,
+      owns: (guildId) => ownsGuild(client.options, guildId),
+    }).catch((error: unknown) => options.logger.error('resuming voice sessions failed', { err: error }));
+  });
+}

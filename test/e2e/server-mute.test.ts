@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorld, type World } from './harness.ts';
+
+// A moderator server-mutes Herald mid-queue: nobody would hear it, so nothing more is paid and nothing is dropped;
+// the channel is told once why Herald is quiet, and once unmuted the rest is said in order.
+
+let w: World;
+beforeAll(async () => {
+  w = await createWorld();
+});
+afterAll(async () => {
+  await w?.close();
+});
+
+const generations = () => w.tts.requests.filter((r) => r.method === 'POST');
+const texts = () => generations().map((r) => (r.body as { text: string }).text);
+
+describe('server mute', () => {
+  it('pays nothing while Herald is muted, keeps the queue, and says the rest in order once unmuted', async () => {
+    const voice = w.discord.voice(w.guild);
+    voice.clear();
+    const said = ['The first sentence, being said.', 'The second one, queued.', 'And the third, queued too.'];
+    for (const text of said) await w.discord.slash(w.member, 'speak', { text });
+    await voice.untilFrames(10);
+
+    w.guild.serverMute(w.guild.bot, true);
+    const notice = await w.discord.untilChannelMessage(w.text);
+    expect(notice.content).toMatch(/server-muted me.*keeping the queue and spend nothing/);
+    const paidWhenMuted = generations().length;
+    // Long enough for the sentence being said to end and two more to have started, had Herald gone on.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(generations().length).toBe(paidWhenMuted);
+    expect(paidWhenMuted).toBeLessThan(said.length);
+
+    w.guild.serverMute(w.guild.bot, false);
+    await voice.untilSilent({ quietMs: 1_000, timeoutMs: 20_000 });
+    expect(texts()).toEqual(said);
+    expect(w.discord.channelMessages(w.text).filter((m) => /server-muted/.test(m.content))).toHaveLength(1);
+  });
+});
