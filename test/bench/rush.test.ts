@@ -1,0 +1,48 @@
+/** The rush in figures (bench/rush.ts): per-second lateness, the rush apart from the steady, start latency. */
+import { describe, expect, it } from 'vitest';
+import { perSecond, rushAndSteady, startLatency } from '../../bench/rush.ts';
+
+describe('perSecond', () => {
+  it('buckets packets by whole second, counting only those more than 40 ms late', () => {
+    const seconds = perSecond([
+      { atSeconds: 0.1, latenessMs: 5 },
+      { atSeconds: 0.9, latenessMs: 40 },
+      { atSeconds: 2.5, latenessMs: 41 },
+      { atSeconds: 2.99, latenessMs: 120 },
+      { atSeconds: 2.0, latenessMs: -3 },
+      { atSeconds: 2.1, latenessMs: 0 },
+    ]);
+    expect(seconds).toEqual([
+      { second: 0, packets: 2, latePercent: 0, maxLatenessMs: 40 },
+      { second: 1, packets: 0, latePercent: 0, maxLatenessMs: 0 },
+      { second: 2, packets: 4, latePercent: 50, maxLatenessMs: 120 },
+    ]);
+  });
+});
+
+describe('rushAndSteady', () => {
+  it('puts seconds with a start or an end in the rush and the rest in the steady part', () => {
+    const seconds = perSecond([
+      { atSeconds: 0.5, latenessMs: 100 },
+      { atSeconds: 0.6, latenessMs: 0 },
+      { atSeconds: 1.5, latenessMs: 0 },
+      { atSeconds: 1.6, latenessMs: 0 },
+      { atSeconds: 2.5, latenessMs: 300 },
+      { atSeconds: 2.6, latenessMs: 50 },
+    ]);
+    const { rush, steady } = rushAndSteady(seconds, [0.5], [2.6]);
+    expect(rush).toEqual({ packets: 4, latePercent: 75, maxLatenessMs: 300 });
+    expect(steady).toEqual({ packets: 2, latePercent: 0, maxLatenessMs: 0 });
+  });
+});
+
+describe('startLatency', () => {
+  it('gives nearest-rank p50 and p95 and the max, whatever the order', () => {
+    const values = Array.from({ length: 20 }, (_, i) => (20 - i) * 100);
+    expect(startLatency(values)).toEqual({ p50: 1000, p95: 1900, max: 2000, n: 20 });
+  });
+
+  it('is all 0 with no start', () => {
+    expect(startLatency([])).toEqual({ p50: 0, p95: 0, max: 0, n: 0 });
+  });
+});
