@@ -17,6 +17,7 @@ import {
   snowflake,
   voiceStatePayload,
 } from './model.ts';
+import { seatOnStage, setSuppressed } from './stage.ts';
 import type { Context } from './state.ts';
 import type { Channel, Guild, Member } from './types.ts';
 
@@ -52,6 +53,7 @@ export function createGuilds(ctx: Context) {
 
   const dispatchVoiceState = (guild: GuildState, member: MemberState, channelId: string | null): void => {
     const previous = guild.voice.get(member.id);
+    seatOnStage(guild, member.id, previous, channelId);
     if (channelId) guild.voice.set(member.id, channelId);
     else guild.voice.delete(member.id);
     // Every member in a voice channel is a DAVE listener in that channel's call.
@@ -98,7 +100,7 @@ export function createGuilds(ctx: Context) {
       return true;
     }
     const channel = guild.channels.get(d.channel_id);
-    if (channel?.type !== 'voice') return false;
+    if (channel?.type !== 'voice' && channel?.type !== 'stage') return false;
     const perms = channelPermissions(guild, bot, channel);
     const needed = PermissionFlagsBits.ViewChannel | PermissionFlagsBits.Connect;
     if ((perms & needed) !== needed || isFullFor(guild, channel, bot)) return false;
@@ -159,7 +161,12 @@ export function createGuilds(ctx: Context) {
   };
 
   const guildHandle = (guild: GuildState): Guild => {
-    const addChannel = (name: string, type: 'text' | 'voice', userLimit: number, deny: bigint): Channel => {
+    const addChannel = (
+      name: string,
+      type: ChannelState['type'],
+      userLimit: number,
+      deny: bigint,
+    ): Channel => {
       const channel: ChannelState = {
         id: snowflake(),
         guildId: guild.id,
@@ -183,6 +190,11 @@ export function createGuilds(ctx: Context) {
       addTextChannel: (name) => addChannel(name, 'text', 0, 0n),
       addVoiceChannel: (name, v) =>
         addChannel(name, 'voice', v?.userLimit ?? 0, v?.deny?.botPermissions ?? 0n),
+      addStageChannel: (name) => addChannel(name, 'stage', 0, 0n),
+      inviteToSpeak: (member) => {
+        setSuppressed(guild, memberOf(member), false, dispatchVoiceState);
+        notify();
+      },
       addMember: (m) => {
         const member: MemberState = {
           id: m.id ?? snowflake(),
@@ -262,7 +274,7 @@ export function createGuilds(ctx: Context) {
       joinVoice: (member, channel) => {
         const state = channelOf(channel);
         const who = memberOf(member);
-        if (state.type !== 'voice')
+        if (state.type === 'text')
           throw new Error(`discord emulator: ${channel.name} is not a voice channel`);
         if (isFullFor(guild, state, who))
           throw new Error(`discord emulator: ${channel.name} is full for ${member.name}`);

@@ -31,6 +31,7 @@ import { createMessages } from './messages.ts';
 import { channelPermissions, INTENTS, memberPayload, randomToken, snowflake, userPayload } from './model.ts';
 import { createRestServer } from './rest.ts';
 import { createRoutes } from './routes.ts';
+import { stageRoutes } from './stage.ts';
 import { type Context, createState, type MessageRecord } from './state.ts';
 import { trustedTestCertificate } from './tls.ts';
 import { APPLICATION_FLAGS, type DiscordEmulator, type DiscordEmulatorOptions } from './types.ts';
@@ -181,7 +182,7 @@ export async function startDiscordEmulator(o: DiscordEmulatorOptions = {}): Prom
 
   const server = await createRestServer({
     token,
-    routes: [...routes, ...appCommands.routes],
+    routes: [...routes, ...appCommands.routes, ...stageRoutes(ctx, guildOps.dispatchVoiceState)],
     record: (call) => {
       rest.push(call);
     },

@@ -78,7 +78,7 @@ export interface ChannelState {
   readonly id: string;
   readonly guildId: string;
   readonly name: string;
-  readonly type: 'text' | 'voice';
+  readonly type: 'text' | 'voice' | 'stage';
   readonly position: number;
   readonly userLimit: number;
   readonly overwrites: Overwrite[];
@@ -120,6 +120,10 @@ export interface GuildState {
   afkChannelId?: string | null;
   /** Members a moderator server-muted (their voice state's `mute`). */
   serverMuted?: Set<string>;
+  /** Members sitting in a stage's audience (their voice state's `suppress`). */
+  suppressed?: Set<string>;
+  /** Members on a stage who asked to speak, and when (`request_to_speak_timestamp`). */
+  requestToSpeak?: Map<string, string>;
 }
 
 /** The bot's own user, as the emulator presents it. */
@@ -201,11 +205,11 @@ export function memberPayload(member: MemberState, withUser = true): Record<stri
   };
 }
 
-/** A guild channel object (type 0 text, 2 voice). */
+/** A guild channel object (type 0 text, 2 voice, 13 stage). */
 export function channelPayload(channel: ChannelState): Record<string, unknown> {
   return {
     id: channel.id,
-    type: channel.type === 'text' ? 0 : 2,
+    type: { text: 0, voice: 2, stage: 13 }[channel.type],
     guild_id: channel.guildId,
     name: channel.name,
     position: channel.position,
@@ -242,8 +246,8 @@ export function voiceStatePayload(
     self_deaf: selfDeaf,
     self_mute: false,
     self_video: false,
-    suppress: false,
-    request_to_speak_timestamp: null,
+    suppress: guild.suppressed?.has(member.id) ?? false,
+    request_to_speak_timestamp: guild.requestToSpeak?.get(member.id) ?? null,
   };
 }
 

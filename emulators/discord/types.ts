@@ -25,7 +25,7 @@ export interface Member {
 export interface Channel {
   readonly id: string;
   readonly name: string;
-  readonly type: 'text' | 'voice';
+  readonly type: 'text' | 'voice' | 'stage';
   readonly guildId: string;
 }
 
@@ -76,6 +76,10 @@ export interface Guild {
   addTextChannel(name: string): Channel;
   /** A voice channel; `deny.botPermissions` becomes a deny overwrite for the bot on it. */
   addVoiceChannel(name: string, o?: { userLimit?: number; deny?: { botPermissions?: bigint } }): Channel;
+  /** A stage channel (type 13): joined like a voice channel, but everyone on it sits in the audience (`suppress`). */
+  addStageChannel(name: string): Channel;
+  /** A stage moderator invites a member or the bot (`guild.bot`) on the stage to speak: `suppress` false. */
+  inviteToSpeak(member: Member): void;
   /** A member; `permissions` (PermissionFlagsBits) become the member's own role; default @everyone's only. */
   /** A member; `id` is a fixed user id (e.g. the application's owner), random by default. */
   addMember(o: { name: string; permissions?: bigint; bot?: boolean; nick?: string; id?: string }): Member;

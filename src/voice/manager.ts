@@ -1,4 +1,5 @@
 import {
+  ChannelType,
   type Guild,
   PermissionFlagsBits,
   type SendableChannels,
@@ -18,6 +19,7 @@ import {
   type SpeechRequest,
   type Synthesize,
 } from './session.ts';
+import { onStage, takeStage } from './stage.ts';
 
 export type { EnqueueOutcome };
 
@@ -202,6 +204,8 @@ export class VoiceManager {
       },
     });
     this.#sessions.set(guildId, { session, announce });
+    // Everyone sits down on a stage in the audience: nothing is paid before Herald may speak there.
+    if (channel.type === ChannelType.GuildStageVoice) session.setMuted(true);
     this.#snapshotSoon(guildId, session);
     this.#options.observer?.started(session);
     return { kind: 'joined', session };
@@ -220,9 +224,17 @@ export class VoiceManager {
     if (!session) return;
     const me = newState.client.user.id;
     if (newState.id === me) {
-      if (newState.channelId !== null && newState.channelId !== oldState.channelId)
+      if (newState.channelId === null) return;
+      const guildId = newState.guild.id;
+      if (newState.channelId !== oldState.channelId) {
         this.#leaveIfAlone(newState.guild);
-      if (newState.channelId !== null) this.#onServerMute(newState.guild.id, newState.serverMute === true);
+        if (onStage(newState) && newState.suppress) {
+          void takeStage(newState, (text) => this.#say(guildId, text), this.#options.logger);
+        }
+      }
+      // In a stage's audience (suppressed) nobody hears Herald either: one gate for both.
+      const suppressed = onStage(newState) && newState.suppress === true;
+      this.#onServerMute(guildId, newState.serverMute === true, suppressed);
       return;
     }
     if (oldState.channelId === session.channelId || newState.channelId === session.channelId) {
@@ -245,22 +257,31 @@ export class VoiceManager {
     return false;
   }
 
-  /** Herald's own server mute changed: its session waits (paying nothing) or goes on; the channel is told once. */
-  #onServerMute(guildId: string, muted: boolean): void {
+  /**
+   * Herald's own server mute or stage suppression changed: while either holds nobody hears it, so its session waits
+   * (paying nothing) or goes on; a server mute is told to the channel once.
+   */
+  #onServerMute(guildId: string, muted: boolean, suppressed = false): void {
     const entry = this.#sessions.get(guildId);
-    if (!entry || entry.session.muted === muted) return;
-    entry.session.setMuted(muted);
-    if (muted && entry.announce) {
-      entry.announce
-        .send({
-          content:
-            'A moderator server-muted me, so nobody can hear me: I am keeping the queue and spend nothing until I am unmuted.',
-          allowedMentions: { parse: [] },
-        })
-        .catch((error: unknown) =>
-          this.#options.logger.warn('could not say why Herald is quiet', { guild: guildId, err: error }),
-        );
+    const quiet = muted || suppressed;
+    if (!entry || entry.session.muted === quiet) return;
+    entry.session.setMuted(quiet);
+    if (muted) {
+      this.#say(
+        guildId,
+        'A moderator server-muted me, so nobody can hear me: I am keeping the queue and spend nothing until I am unmuted.',
+      );
     }
+  }
+
+  /** Says `content` in the session's announce channel, if it has one. */
+  #say(guildId: string, content: string): void {
+    this.#sessions
+      .get(guildId)
+      ?.announce?.send({ content, allowedMentions: { parse: [] } })
+      .catch((error: unknown) =>
+        this.#options.logger.warn('could not say why Herald is quiet', { guild: guildId, err: error }),
+      );
   }
 
   /** A deleted voice channel ends its session. */

@@ -293,20 +293,20 @@ export class GuildSession {
   }
 
   /** Ends the session: drops every utterance (paid ones are reported unplayed), leaves the channel, reports once. */
-  /** True while a moderator has Herald server-muted. */
+  /** True while nobody can hear Herald: a moderator server-muted it, or it sits in a stage's audience. */
   get muted(): boolean {
     return this.#muted;
   }
 
   /**
-   * Herald was server-muted (or unmuted) by a moderator. Muted, nobody hears it: no utterance starts, so nothing
+   * Herald was server-muted (or unmuted) by a moderator, or sits in a stage's audience (or was invited to speak). Muted, nobody hears it: no utterance starts, so nothing
    * more is paid (the one playing, already paid, ends), and nothing is dropped; the queue waits for as long as the
    * idle timeout, then the session ends as an idle one would. Unmuted, the queue goes on in order.
    */
   setMuted(muted: boolean): void {
     if (this.#ended || muted === this.#muted) return;
     this.#muted = muted;
-    this.#logger.info(muted ? 'server-muted: the queue waits' : 'unmuted: the queue goes on', {
+    this.#logger.info(muted ? 'cannot be heard: the queue waits' : 'heard again: the queue goes on', {
       waiting: this.pending,
     });
     clearTimeout(this.#mutedTimer);
