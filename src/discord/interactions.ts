@@ -1,4 +1,10 @@
-import { ApplicationIntegrationType, type Interaction, MessageFlags } from 'discord.js';
+import {
+  ApplicationIntegrationType,
+  type ChatInputCommandInteraction,
+  type Interaction,
+  type MessageContextMenuCommandInteraction,
+  MessageFlags,
+} from 'discord.js';
 import type { Command, Deps, MessageCommand } from './command.ts';
 import { describeFailure, isExpiredInteraction, NO_MENTIONS, respondEphemeral } from './replies.ts';
 
@@ -13,6 +19,23 @@ export function createInteractionHandler(
 ): (interaction: Interaction) => Promise<void> {
   const byName = new Map(commands.map((command) => [command.data.name, command]));
   const messageByName = new Map(messageCommands.map((command) => [command.data.name, command]));
+  /** True for a command Herald has; a command since removed gets a sentence (Discord forgets it within an hour). */
+  const known = async (
+    interaction: ChatInputCommandInteraction<'cached'> | MessageContextMenuCommandInteraction<'cached'>,
+    command: Command | MessageCommand | undefined,
+  ): Promise<boolean> => {
+    if (!command) {
+      await respondEphemeral(interaction, 'I do not know that command any more; it will disappear shortly.');
+      return false;
+    }
+    deps.logger.debug('command', {
+      command: interaction.commandName,
+      guild: interaction.guildId,
+      // How long it waited before Herald got to it, of Discord's three seconds to answer.
+      ageMs: Date.now() - interaction.createdTimestamp,
+    });
+    return true;
+  };
 
   return async (interaction) => {
     try {
@@ -48,35 +71,10 @@ export function createInteractionHandler(
       }
       if (interaction.isChatInputCommand()) {
         const command = byName.get(interaction.commandName);
-        if (!command) {
-          await respondEphemeral(
-            interaction,
-            'I do not know that command any more; it will disappear shortly.',
-          );
-          return;
-        }
-        deps.logger.debug('command', {
-          command: interaction.commandName,
-          guild: interaction.guildId,
-          // How long it waited before Herald got to it, of Discord's three seconds to answer.
-          ageMs: Date.now() - interaction.createdTimestamp,
-        });
-        await command.execute(interaction, deps);
+        if (await known(interaction, command)) await command?.execute(interaction, deps);
       } else if (interaction.isMessageContextMenuCommand()) {
         const command = messageByName.get(interaction.commandName);
-        if (!command) {
-          await respondEphemeral(
-            interaction,
-            'I do not know that command any more; it will disappear shortly.',
-          );
-          return;
-        }
-        deps.logger.debug('command', {
-          command: interaction.commandName,
-          guild: interaction.guildId,
-          ageMs: Date.now() - interaction.createdTimestamp,
-        });
-        await command.execute(interaction, deps);
+        if (await known(interaction, command)) await command?.execute(interaction, deps);
       } else if (interaction.isButton()) {
         const [name = ''] = interaction.customId.split(':');
         await (byName.get(name) ?? messageByName.get(name))?.button?.(interaction, deps);

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { collectBounded } from '../audio/collect.ts';
 import type { Speaker } from '../tts/index.ts';
 import type { SpeechRequest, Synthesize } from '../voice/session.ts';
 
@@ -47,21 +47,11 @@ export async function renderPreviewFile(
   guildId: string,
 ): Promise<PreviewFile> {
   const result = await synthesize(request, new AbortController().signal, guildId);
-  const audio = await collect(result.audio);
+  const audio = await collectBounded(
+    result.audio,
+    MAX_PREVIEW_BYTES,
+    'The preview audio is unexpectedly long.',
+  );
   const slug = request.speaker.name.replace(/[^\w-]+/g, '-').toLowerCase() || 'voice';
   return { name: `preview-${slug}.${result.format === 'wav' ? 'wav' : 'ogg'}`, audio };
-}
-
-function collect(stream: Readable): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_PREVIEW_BYTES) stream.destroy(new Error('The preview audio is unexpectedly long.'));
-      else chunks.push(chunk);
-    });
-    stream.on('end', () => resolve(Buffer.concat(chunks)));
-    stream.on('error', reject);
-  });
 }

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { collectBounded } from '../audio/collect.ts';
 import { UserFacingError } from '../discord/member-facing.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import type { SpeechRequest, Synthesize } from '../voice/session.ts';
@@ -48,7 +48,11 @@ export function createVoiceMessages(options: VoiceMessagesOptions): VoiceMessage
   return {
     async render(request, ledgerId) {
       const result = await options.synthesize(request, new AbortController().signal, ledgerId);
-      const audio = await collect(result.audio);
+      const audio = await collectBounded(
+        result.audio,
+        MAX_CLIP_BYTES,
+        'The voice message audio is unexpectedly long.',
+      );
       if (result.format !== 'opus') {
         options.unplayed(result, 'not Ogg Opus: no voice message');
         throw new UserFacingError(NOT_OPUS);
@@ -69,17 +73,3 @@ export function createVoiceMessages(options: VoiceMessagesOptions): VoiceMessage
 /** Why a WAV service cannot make voice messages (Herald never re-encodes). */
 export const NOT_OPUS =
   'Voice messages need Ogg Opus audio, and this speech service sends WAV, so Herald cannot send one.';
-
-function collect(stream: Readable): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_CLIP_BYTES) stream.destroy(new Error('The voice message audio is unexpectedly long.'));
-      else chunks.push(chunk);
-    });
-    stream.on('end', () => resolve(Buffer.concat(chunks)));
-    stream.on('error', reject);
-  });
-}
