@@ -78,7 +78,7 @@ export type SessionSnapshot = {
 /** Queue bounds when none are configured: `QUEUE_MAX_PER_SERVER`, `QUEUE_MAX_PER_MEMBER`. */
 export const DEFAULT_QUEUE_LIMITS: QueueLimits = { perServer: 50, perMember: 10 };
 
-/** How long Herald waits, alone in a channel, before it leaves (a deletion in progress is told as a deletion). */
+/** How long "nobody is listening" waits to be said (a deletion in progress is told as a deletion). */
 const ALONE_GRACE_MS = 1000;
 
 const REQUIRED: readonly [bigint, 'View Channel' | 'Connect' | 'Speak'][] = [
@@ -111,6 +111,8 @@ const WITHDRAWN_MEMORY_SIZE = 1_000;
 
 /** One {@link GuildSession} per server; joins, leaves, and follows the voice events that end sessions. */
 export class VoiceManager {
+  /** Sessions that ended alone a moment ago, whose sentence is not said yet (see #onEnd). */
+  readonly #aloneNotices = new Map<string, { readonly channelId: string | null; reason: SessionEnd }>();
   readonly #sessions = new Map<string, { session: GuildSession; announce: SendableChannels | undefined }>();
   /** `guild:key` → until when: withdrawals that arrived while Herald was not in voice in that server. */
   readonly #withdrawnAway = new Map<string, number>();
@@ -287,6 +289,10 @@ export class VoiceManager {
   /** A deleted voice channel ends its session. */
   onChannelDelete(channelId: string, guildId: string): void {
     if (this.get(guildId)?.channelId === channelId) this.leave(guildId, 'channel-deleted');
+    // Discord empties a deleted channel before its CHANNEL_DELETE, so the session may already have ended as alone:
+    // its sentence, not said yet, tells the deletion as what it is.
+    const pending = this.#aloneNotices.get(guildId);
+    if (pending?.channelId === channelId) pending.reason = 'channel-deleted';
   }
 
   /**
@@ -344,12 +350,9 @@ export class VoiceManager {
   }
 
   #leaveIfAlone(guild: Guild): void {
-    if (!this.#isAlone(guild)) return;
-    // Discord empties a deleted channel before (or after) its CHANNEL_DELETE: looking again a moment later lets
-    // the deletion be told as what it is, rather than as "nobody is listening".
-    setTimeout(() => {
-      if (this.#isAlone(guild)) this.get(guild.id)?.end('alone');
-    }, ALONE_GRACE_MS).unref();
+    // At once: nothing more is paid for a channel nobody listens in (its "nobody is listening" waits a moment: see
+    // #onEnd).
+    if (this.#isAlone(guild)) this.get(guild.id)?.end('alone');
   }
 
   /** True when Herald's session in `guild` is in a channel that still exists and has no human in it. */
@@ -386,14 +389,26 @@ export class VoiceManager {
     if (reason !== 'shutdown') this.#options.onSnapshot?.(guild.id, null);
     // The channel it ended in: a move may have taken Herald elsewhere since the join.
     const channelName = guild.channels.cache.get(session.channelId ?? '')?.name ?? 'the voice channel';
-    const message = END_MESSAGES[reason]?.(channelName);
-    if (message && entry.announce) {
+    const announce = (said: SessionEnd): void => {
+      const message = END_MESSAGES[said]?.(channelName);
+      if (!message || !entry.announce) return;
       entry.announce.send({ content: message, allowedMentions: { parse: [] } }).catch((error: unknown) => {
         this.#options.logger.warn('could not announce the end of a voice session', {
           guild: guild.id,
           err: error,
         });
       });
+    };
+    if (reason !== 'alone') {
+      announce(reason);
+      return;
     }
+    // "Nobody is listening" waits a moment: a CHANNEL_DELETE that follows the members' leaving makes it "deleted".
+    const notice = { channelId: session.channelId, reason: reason as SessionEnd };
+    this.#aloneNotices.set(guild.id, notice);
+    setTimeout(() => {
+      if (this.#aloneNotices.get(guild.id) === notice) this.#aloneNotices.delete(guild.id);
+      announce(notice.reason);
+    }, ALONE_GRACE_MS).unref();
   }
 }
