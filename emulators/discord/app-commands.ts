@@ -5,7 +5,7 @@
  * the bot is not: a DM, or a server it was never added to. Also `GET /channels/:id/messages/:id`.
  */
 import { PermissionFlagsBits } from 'discord.js';
-import type { Interactions } from './interactions.ts';
+import { type Interactions, newInteractionRecord } from './interactions.ts';
 import type { Messages } from './messages.ts';
 import {
   type ChannelState,
@@ -14,7 +14,6 @@ import {
   DEFAULT_EVERYONE_PERMISSIONS,
   type GuildState,
   memberPayload,
-  randomToken,
   snowflake,
   userPayload,
 } from './model.ts';
@@ -139,25 +138,13 @@ export function createAppCommands(ctx: Context, m: Messages, i: Interactions) {
     const { guild, channel } = inDm ? dmOf(member, place.dm) : where(place.channel);
     const appPermissions =
       o.appPermissions ?? (inDm ? DM_APP_PERMISSIONS : everyonePermissions(guild, channel));
-    const record: InteractionRecord = {
-      id: snowflake(),
-      token: `aW50ZXJhY3Rpb24${randomToken(48)}`,
+    const record = newInteractionRecord({
       type,
-      createdAt: Date.now(),
       guild,
       channel,
       name: `/${command} (user install)`,
-      source: undefined,
       appPermissions,
-      acknowledged: false,
-      deferred: false,
-      original: undefined,
-      final: undefined,
-      edits: [],
-      followUps: [],
-      choices: undefined,
-      expired: false,
-    };
+    });
     const definition = inDm ? findCommand('', command) : findCommand(guild.id, command);
     const built = i.buildOptions(guild, channel, definition, values, undefined, o.focused);
     const context = inDm ? (place.dm === 'bot' ? CONTEXT.botDm : CONTEXT.privateChannel) : CONTEXT.guild;

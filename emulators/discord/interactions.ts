@@ -22,6 +22,27 @@ import {
 } from './state.ts';
 import type { Channel, Json, Member, Reply } from './types.ts';
 
+/** A fresh interaction, not answered yet, with a token that works for 15 minutes from now. */
+export function newInteractionRecord(
+  fields: Pick<InteractionRecord, 'type' | 'guild' | 'channel' | 'name' | 'appPermissions'>,
+): InteractionRecord {
+  return {
+    id: snowflake(),
+    token: `aW50ZXJhY3Rpb24${randomToken(48)}`,
+    ...fields,
+    createdAt: Date.now(),
+    source: undefined,
+    acknowledged: false,
+    deferred: false,
+    original: undefined,
+    final: undefined,
+    edits: [],
+    followUps: [],
+    choices: undefined,
+    expired: false,
+  };
+}
+
 /** Interactions: building them for the bot, and the callback and webhook routes that answer them. */
 export function createInteractions(ctx: Context, m: Messages) {
   const {
@@ -255,25 +276,13 @@ export function createInteractions(ctx: Context, m: Messages) {
     const guild = guildOf(member.guildId);
     if (!guild.botPresent) throw new Error('discord emulator: the bot is not in this guild');
     const who = memberOf(member);
-    const record: InteractionRecord = {
-      id: snowflake(),
-      token: `aW50ZXJhY3Rpb24${randomToken(48)}`,
+    const record = newInteractionRecord({
       type,
-      createdAt: Date.now(),
       guild,
       channel,
       name: '',
-      source: undefined,
       appPermissions: channelPermissions(guild, botMember(guild), channel),
-      acknowledged: false,
-      deferred: false,
-      original: undefined,
-      final: undefined,
-      edits: [],
-      followUps: [],
-      choices: undefined,
-      expired: false,
-    };
+    });
     const appPermissions = channelPermissions(guild, botMember(guild), channel);
     const payload = {
       id: record.id,
