@@ -194,10 +194,11 @@ export async function followUpLater(
       allowedMentions: NO_MENTIONS,
     });
   } catch (error) {
+    // Ids only: the sentence quotes what the member asked to say, and logs carry no member text (docs/privacy.md).
     logger.warn('could not tell a member what happened after their interaction expired', {
       err: error,
       user: interaction.user.id,
-      content,
+      channel: interaction.channelId,
     });
   }
 }
