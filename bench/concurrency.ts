@@ -9,6 +9,7 @@ import { round, type Server, sleep, utteranceOf } from './common.ts';
 import { cpuMsByThreadName, cpuMsByThreadNameSince, cpuMsSince } from './cpu-time.ts';
 import type { HeraldProcess } from './herald-process.ts';
 import { type ConcurrencyStep, LATE_MS } from './options.ts';
+import { rushFigures, type StreamTiming, type TimedPacket } from './rush.ts';
 
 /** Every server's member runs /speak at the same moment; returns lateness, CPU and memory. */
 export async function speakAll(
@@ -41,6 +42,7 @@ export async function speakAll(
   let rssMb = 0;
   let unanswered = 0;
   const answeredAt: number[] = [];
+  const askedAt: number[] = [];
   const stepStart = performance.now();
   let ended: {
     cpuMs: number;
@@ -62,6 +64,7 @@ export async function speakAll(
     const answers = await Promise.all(
       servers.map(async (server, i) => {
         if (speakSpreadMs > 0) await sleep((speakSpreadMs * i) / servers.length);
+        askedAt[i] = performance.now() - stepStart;
         return discord.slash(server.member, 'speak', { text }).then(
           () => {
             answeredAt.push(performance.now() - stepStart);
@@ -105,7 +108,8 @@ export async function speakAll(
   const lateBySecond: number[] = [];
   const lateByStreamSecond: number[] = [];
   let streamedMs = 0;
-  for (const server of servers) {
+  const streams: StreamTiming[] = [];
+  for (const [i, server] of servers.entries()) {
     // Every packet, silence frames included (speech has pauses, encoded as Opus silence); each has its slot, 20 ms per
     // RTP sequence number, so a lost packet does not shift the others.
     const frames = discord.voice(server.guild).frames;
@@ -114,6 +118,8 @@ export async function speakAll(
     let heardSpeech = false;
     for (const frame of frames) heardSpeech = !frame.silence || heardSpeech;
     if (!heardSpeech) silentServers++;
+    const timed: TimedPacket[] = [];
+    streams.push({ askedAtSeconds: (askedAt[i] ?? 0) / 1000, packets: timed });
     if (!first) continue;
     // As a listener's jitter buffer plays them: from the first packet's arrival, each when its RTP timestamp says
     // (48 per ms; a packet may hold up to 60 ms, VOICE_FRAMES_PER_PACKET). Packets sent ahead
@@ -132,6 +138,7 @@ export async function speakAll(
       lastDueMs = Math.max(lastDueMs, dueMs);
       const offset = frame.receivedAt - (start + dueMs);
       offsets.push(offset);
+      timed.push({ atSeconds: (frame.receivedAt - stepStart) / 1000, latenessMs: offset });
       if (offset > LATE_MS) {
         lateHere++;
         const second = Math.max(0, Math.floor((frame.receivedAt - stepStart) / 1000));
@@ -170,6 +177,7 @@ export async function speakAll(
     receiveBufferDrops,
     receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
     heldBy,
+    rush: rushFigures(streams),
     bySecond: {
       late: Array.from(lateBySecond, (count) => count ?? 0),
       lateInStream: Array.from(lateByStreamSecond, (count) => count ?? 0),
@@ -235,6 +243,8 @@ export function medianRun(runs: readonly ConcurrencyStep[]): ConcurrencyStep {
       steadyCpuMsPerStreamSecond: run.steadyCpuMsPerStreamSecond,
       pageFaultsPerStreamSecond: run.pageFaultsPerStreamSecond,
       unanswered: run.unanswered,
+      worstSecondLatePercent: run.rush.worstSecond.latePercent,
+      startLatencyMs: run.rush.startLatencyMs,
       held: held(run),
     })),
   };

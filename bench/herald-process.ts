@@ -36,6 +36,12 @@ export interface HeraldProcess {
   allocators(): string[];
   /** The nice value set (shard processes inherit it), or why it could not be set; undefined: none asked for. */
   readonly nice: number | string | undefined;
+  /**
+   * Sets the nice value of every thread of the process and its children (Linux nice is per thread: a thread takes
+   * its creator's at birth, so re-nicing a running process means each of its threads). Returns the main thread's
+   * value as set, or why it could not be set.
+   */
+  renice(value: number): number | string;
   /** True while the process runs. */
   running(): boolean;
   /** SIGTERM, then SIGKILL after 12 s. */
@@ -136,6 +142,14 @@ export function startHeraldProcess(
         }
       }, 0);
     },
+    renice(value) {
+      try {
+        for (const id of tree(pid)) for (const thread of threadsOf(id)) setPriority(thread, value);
+        return getPriority(pid);
+      } catch (error) {
+        return `not set (${error instanceof Error ? error.message : String(error)})`;
+      }
+    },
     allocators() {
       return [...new Set(tree(pid).map((id) => allocatorOf(id) ?? 'unknown'))].sort();
     },
@@ -186,6 +200,15 @@ function readProc(path: string): string {
  */
 function statFields(id: number | string): string[] {
   return readProc(`/proc/${id}/stat`).split(') ')[1]?.split(' ') ?? [];
+}
+
+/** The thread ids of process `id` (none when it is gone). */
+function threadsOf(id: number): number[] {
+  try {
+    return readdirSync(`/proc/${id}/task`).map(Number);
+  } catch {
+    return [];
+  }
 }
 
 /** `pid` and every process descending from it (a sharding manager's shards), from /proc's parent ids. */

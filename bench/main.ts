@@ -20,11 +20,13 @@ import {
   RECEIVER_NAP_MS,
   TTS_WRITE_EVERY_MS,
 } from './options.ts';
+import { rushLine, secondsTable } from './rush.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 const base = args.includes('--quick') ? QUICK : FULL;
-const resultsDir = join(import.meta.dirname, 'results');
+// --results=DIR: where the result file (and --cpu-prof's profiles) go; by default bench/results.
+const resultsDir = flag('results') ?? join(import.meta.dirname, 'results');
 const options: BenchOptions = {
   ...base,
   ...(flag('servers') ? { servers: (flag('servers') ?? '').split(',').map(Number) } : {}),
@@ -36,12 +38,20 @@ const options: BenchOptions = {
     ...(flag('pause') ? { UTTERANCE_PAUSE_MS: flag('pause') ?? '' } : {}),
     ...(flag('frames-per-packet') ? { VOICE_FRAMES_PER_PACKET: flag('frames-per-packet') ?? '' } : {}),
     ...(flag('log-level') ? { LOG_LEVEL: flag('log-level') ?? '' } : {}),
+    // --cache=off: Herald without its audio cache (AUDIO_CACHE_MB=0).
+    ...(flag('cache') === 'off' ? { AUDIO_CACHE_MB: '0' } : {}),
+    ...(flag('scheduler') === 'off' ? { HERALD_RUSH_SCHEDULER: 'off' } : {}),
   },
   ...(flag('shards') ? { shards: Number(flag('shards')) } : {}),
   // --malloc=jemalloc|glibc; by default jemalloc when it is installed, as the container image runs Herald.
   heraldAllocator:
     flag('malloc') === 'glibc' || (flag('malloc') === undefined && !findJemalloc()) ? 'glibc' : 'jemalloc',
-  ...(flag('nice') ? { heraldNice: Number(flag('nice')) } : {}),
+  // --nice=0,-10: Herald starts at the first; P4 runs each step under each, side by side.
+  ...(flag('nice') ? { heraldNice: Number(flag('nice')?.split(',')[0]) } : {}),
+  ...((flag('nice')?.split(',').length ?? 0) > 1
+    ? { p4Nice: (flag('nice') ?? '').split(',').map(Number) }
+    : {}),
+  ...(flag('tts') === 'at-once' ? { ttsAtOnce: true } : {}),
   ...(flag('receiver-nice') ? { receiverNice: Number(flag('receiver-nice')) } : {}),
   ...(flag('receiver-nap') ? { receiverNapMs: Number(flag('receiver-nap')) } : {}),
   ...(flag('receiver-hold') === 'off' ? { holdPackets: false } : {}),
@@ -115,7 +125,7 @@ function formatTable(r: BenchResult): string {
       : []),
     [
       'TTS service (emulated)',
-      `4× real time; P1–P3 each page as it falls due, P4 and P6 a write at most every ${r.options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS} ms`,
+      `4× real time; P1–P3 each page as it falls due, ${r.options.ttsAtOnce ? 'P4 the whole clip at once (one write), P6' : 'P4 and P6'} a write at most every ${r.options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS} ms`,
     ],
     [
       'Herald',
@@ -127,8 +137,12 @@ function formatTable(r: BenchResult): string {
     ['P2 /speak → first voice packet, cold', ms(r.p2SpeakToFirstPacketMs.cold)],
     ['P2 /speak → first voice packet, warm', ms(r.p2SpeakToFirstPacketMs.warm)],
     ['P3 gaps between queued utterances', p3Line(r.p3GapsMs)],
+    ...r.p4Concurrency.flatMap((s): [string, string][] => [
+      [`P4 ${s.servers} servers, nice ${s.heraldNice ?? '?'}: the rush`, rushLine(s.rush)],
+      ...secondsTable(s.rush.bySecond).map((line): [string, string] => ['', line]),
+    ]),
     ...r.p4Concurrency.map((s): [string, string] => [
-      `P4 ${s.servers} servers at once`,
+      `P4 ${s.servers} servers at once, nice ${s.heraldNice ?? '?'}`,
       `${s.runs ? `median of ${s.runs.length} runs (${s.runs.map((run) => `${(run.lateShare * 100).toFixed(2)} %`).join(', ')} late): ` : ''}${(s.lateShare * 100).toFixed(2)} % packets >40 ms late (${s.packets}; lateness p50 ${s.lateness.p50}, p90 ${s.lateness.p90}, p99 ${s.lateness.p99}, max ${s.lateness.max} ms; ${s.serversLate} servers >1 % late), ${s.lostPackets} lost (${s.receiveBufferDrops} dropped by the receiving kernel), ${s.rejectedPackets} failing authentication, ${s.silentServers} servers heard nothing, ${s.unanswered} /speak unanswered in 3 s, answers read after p50 ${s.answerMs.p50}, p90 ${s.answerMs.p90}, max ${s.answerMs.max} ms, ${s.cpuMsPerStreamSecond} ms CPU/stream-s (the emulated world ${s.worldCpuMsPerStreamSecond}: ${Object.entries(
         s.worldCpuByThread,
       )

@@ -5,6 +5,7 @@
 import { cpus } from 'node:os';
 import type { HeldBy } from '../emulators/discord/index.ts';
 import type { runBaseline } from './baseline.ts';
+import type { RushFigures } from './rush.ts';
 
 /** What to run; {@link QUICK} and {@link FULL} are the two presets. */
 export interface BenchOptions {
@@ -102,6 +103,17 @@ export interface BenchOptions {
    * transport-encrypted.
    */
   readonly dave?: boolean;
+  /**
+   * P4 runs each step once under each of these nice values, in this order, re-nicing every thread of Herald's
+   * processes between them (default: only {@link heraldNice}): Herald at the priority an operator runs it (0) and
+   * ahead of the emulated world (−10), side by side on the same host, minutes apart (issue 44's two footings).
+   */
+  readonly p4Nice?: readonly number[];
+  /**
+   * In P4, the emulated TTS service answers each request with the whole clip at once (one write) instead of paced at
+   * 4× real time (default false): a service that synthesises first and sends after, as issue 44's rush has it.
+   */
+  readonly ttsAtOnce?: boolean;
   /** Where to write Herald's log (warnings and errors) when the run ends. */
   readonly heraldLogFile?: string;
   /** Concurrent streams for the peer baseline's ladder (default: 10, or fewer with fewer servers). */
@@ -205,6 +217,14 @@ export interface ConcurrencyStep {
   readonly worldCpuByThread: Readonly<Record<string, number>>;
   /** p99 event-loop delay of the bench process (the emulated Discord): high values mean the receiver lagged. */
   readonly receiverLoopP99Ms: number;
+  /** Herald's nice value during this step (see {@link BenchOptions.p4Nice}), or why it could not be set. */
+  readonly heraldNice?: number | string | undefined;
+  /**
+   * The rush (issue 44): packets, late share and max lateness in every second of the step; the seconds in which a
+   * stream started or ended apart from those in which all played; the worst second; `/speak` sent → that server's
+   * first packet.
+   */
+  readonly rush: RushFigures;
   /** Who held the step's packets (see {@link BenchOptions.nativeReader}); undefined when none were held. */
   readonly heldBy: HeldBy | undefined;
   /**
@@ -235,6 +255,8 @@ export interface ConcurrencyStep {
     readonly steadyCpuMsPerStreamSecond: number | null;
     readonly pageFaultsPerStreamSecond: number;
     readonly unanswered: number;
+    readonly worstSecondLatePercent: number;
+    readonly startLatencyMs: RushFigures['startLatencyMs'];
     readonly held: boolean;
   }[];
 }

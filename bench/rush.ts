@@ -2,7 +2,12 @@
  * The rush in figures (issue 44): lateness per second of a P4 step, the rush's seconds apart from the steady ones,
  * and the start latency (`/speak` → first packet). Pure: the step hands it what it timed.
  */
-import { round } from './common.ts';
+
+/** `value` to `digits` decimals, never -0 (as bench/common.ts's; this file imports nothing, so options.ts may use its types). */
+function round(value: number, digits: number): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor + 0;
+}
 
 /** A packet is late when it arrives more than this after its slot (its stream's RTP timestamp). */
 export const LATE_MS = 40;
@@ -83,4 +88,65 @@ export function startLatency(values: readonly number[]): {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) => round(sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? 0, 1);
   return { p50: at(0.5), p95: at(0.95), max: round(sorted.at(-1) ?? 0, 1), n: sorted.length };
+}
+
+/** One server's stream as a P4 step timed it: when its member asked (seconds since the step began), and its packets. */
+export interface StreamTiming {
+  readonly askedAtSeconds: number;
+  /** In arrival order; empty when nothing arrived. */
+  readonly packets: readonly TimedPacket[];
+}
+
+/** A P4 step's rush in figures: every second, the rush and the steady part, the worst second, the start latency. */
+export interface RushFigures {
+  readonly bySecond: readonly SecondFigures[];
+  readonly rush: Stretch;
+  readonly steady: Stretch;
+  /** The second with the largest share of late packets (the first such; second 0 with 0 % when none was late). */
+  readonly worstSecond: SecondFigures;
+  /** `/speak` sent → that server's first packet, ms, over the servers heard. */
+  readonly startLatencyMs: ReturnType<typeof startLatency>;
+}
+
+/** {@link perSecond}, {@link rushAndSteady} and {@link startLatency} over a step's streams. */
+export function rushFigures(streams: readonly StreamTiming[]): RushFigures {
+  const all: TimedPacket[] = [];
+  const startsAt: number[] = [];
+  const endsAt: number[] = [];
+  const latencies: number[] = [];
+  for (const stream of streams) {
+    const first = stream.packets[0];
+    const last = stream.packets.at(-1);
+    if (!first || !last) continue;
+    for (const packet of stream.packets) all.push(packet);
+    startsAt.push(first.atSeconds);
+    endsAt.push(last.atSeconds);
+    latencies.push((first.atSeconds - stream.askedAtSeconds) * 1000);
+  }
+  const bySecond = perSecond(all);
+  const worstSecond = bySecond.reduce<SecondFigures>(
+    (worst, s) => (s.latePercent > worst.latePercent ? s : worst),
+    bySecond[0] ?? { second: 0, packets: 0, latePercent: 0, maxLatenessMs: 0 },
+  );
+  return {
+    bySecond,
+    ...rushAndSteady(bySecond, startsAt, endsAt),
+    worstSecond,
+    startLatencyMs: startLatency(latencies),
+  };
+}
+
+/** The rush in one line: the rush and steady stretches, the worst second and the start latency. */
+export function rushLine(figures: RushFigures): string {
+  const stretch = (s: Stretch) => `${s.latePercent} % of ${s.packets} late (max ${s.maxLatenessMs} ms)`;
+  const { p50, p95, max, n } = figures.startLatencyMs;
+  return `rush seconds ${stretch(figures.rush)}, steady seconds ${stretch(figures.steady)}; worst second ${figures.worstSecond.second}: ${figures.worstSecond.latePercent} %; /speak → first packet p50 ${p50}, p95 ${p95}, max ${max} ms (n=${n})`;
+}
+
+/** Every second as `second: packets, late %, max lateness`, one per line, for the table. */
+export function secondsTable(seconds: readonly SecondFigures[]): string[] {
+  return seconds.map(
+    (s) =>
+      `${String(s.second).padStart(3)} s: ${s.packets} packets, ${s.latePercent} % late, max ${s.maxLatenessMs} ms`,
+  );
 }

@@ -1,5 +1,5 @@
 /** How the bench and the soak run wait for the Herald process they start (bench/herald-process.ts). */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -24,6 +24,26 @@ describe('HeraldProcess.untilReady', () => {
     const herald = startHeraldProcess({}, [], dir());
     try {
       await expect(herald.untilReady(Promise.resolve('ready'))).resolves.toBe('ready');
+    } finally {
+      await herald.stop();
+    }
+  });
+});
+
+describe('HeraldProcess.renice', () => {
+  it('sets the nice value of every thread of the running process, not only its main thread', async () => {
+    // A Node process that stays up (its V8 and libuv threads already running) in Herald's stead.
+    const herald = startHeraldProcess({}, ['-e', 'setTimeout(() => {}, 20_000)'], dir());
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const pid = herald.child.pid as number;
+      const threads = readdirSync(`/proc/${pid}/task`);
+      expect(threads.length).toBeGreaterThan(1);
+      expect(herald.renice(7)).toBe(7);
+      // nice is field 19 of /proc/<pid>/task/<tid>/stat: index 16 after the parenthesised name.
+      const niceOf = (tid: string) =>
+        Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]?.split(' ')[16]);
+      expect(threads.map(niceOf)).toEqual(threads.map(() => 7));
     } finally {
       await herald.stop();
     }

@@ -1,6 +1,6 @@
 /** The rush in figures (bench/rush.ts): per-second lateness, the rush apart from the steady, start latency. */
 import { describe, expect, it } from 'vitest';
-import { perSecond, rushAndSteady, startLatency } from '../../bench/rush.ts';
+import { perSecond, rushAndSteady, rushFigures, startLatency } from '../../bench/rush.ts';
 
 describe('perSecond', () => {
   it('buckets packets by whole second, counting only those more than 40 ms late', () => {
@@ -44,5 +44,35 @@ describe('startLatency', () => {
 
   it('is all 0 with no start', () => {
     expect(startLatency([])).toEqual({ p50: 0, p95: 0, max: 0, n: 0 });
+  });
+});
+
+describe('rushFigures', () => {
+  it('times each start from its own /speak, finds the worst second and leaves silent servers out', () => {
+    const figures = rushFigures([
+      {
+        askedAtSeconds: 0,
+        packets: [
+          { atSeconds: 1.2, latenessMs: 0 },
+          { atSeconds: 2.5, latenessMs: 0 },
+          { atSeconds: 3.1, latenessMs: 0 },
+        ],
+      },
+      {
+        askedAtSeconds: 0.25,
+        packets: [
+          { atSeconds: 0.75, latenessMs: 10 },
+          { atSeconds: 2.2, latenessMs: 90 },
+          { atSeconds: 2.3, latenessMs: 0 },
+          { atSeconds: 3.9, latenessMs: 50 },
+        ],
+      },
+      { askedAtSeconds: 0.1, packets: [] },
+    ]);
+    expect(figures.startLatencyMs).toEqual({ p50: 500, p95: 1200, max: 1200, n: 2 });
+    expect(figures.worstSecond).toEqual({ second: 3, packets: 2, latePercent: 50, maxLatenessMs: 50 });
+    // Starts in seconds 0 and 1, ends in 3: second 2 is the only steady one.
+    expect(figures.steady).toEqual({ packets: 3, latePercent: 33.33, maxLatenessMs: 90 });
+    expect(figures.rush).toEqual({ packets: 4, latePercent: 25, maxLatenessMs: 50 });
   });
 });
