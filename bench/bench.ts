@@ -101,6 +101,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
     await tts.configure({ writeEveryMs: options.ttsWriteEveryMs ?? TTS_WRITE_EVERY_MS });
     const steps: ConcurrencyStep[] = [];
     let inVoice = 1;
+    let take = 0;
     const footings = options.p4Nice ?? [options.heraldNice ?? HERALD_NICE];
     if (options.ttsAtOnce) await tts.configure({ speed: Number.POSITIVE_INFINITY });
     for (const n of options.servers) {
@@ -123,6 +124,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
               options.speakSpreadMs ?? 0,
               options.holdPackets ?? true,
               heldReader,
+              take++,
             ),
           );
         }

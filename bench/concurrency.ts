@@ -23,8 +23,16 @@ export async function speakAll(
   holdPackets: boolean,
   /** A built held-reader (buildHeldReader) to hold the packets with, if any. */
   heldReader: string | undefined,
+  /** This step's run over the whole bench (0, 1, …): with the server's number, it makes each /speak's text its own. */
+  take = 0,
 ): Promise<ConcurrencyStep> {
-  const text = utteranceOf(audioSeconds);
+  const plain = utteranceOf(audioSeconds);
+  // Each member says something of their own, as in a real rush: with the audio cache on, every start is a miss
+  // and every end a cache write, whichever run or footing came before.
+  const textOf = (i: number) => {
+    const tag = `Take ${take}, server ${i}. `;
+    return tag + plain.slice(tag.length);
+  };
   for (const server of servers) discord.voice(server.guild).clear();
   // The receiver records each packet's arrival and RTP header; members decrypting 50 frames a second each would
   // take this machine's cores from Herald and delay the very arrival times measured (P1–P3 and P6 decrypt).
@@ -65,7 +73,7 @@ export async function speakAll(
       servers.map(async (server, i) => {
         if (speakSpreadMs > 0) await sleep((speakSpreadMs * i) / servers.length);
         askedAt[i] = performance.now() - stepStart;
-        return discord.slash(server.member, 'speak', { text }).then(
+        return discord.slash(server.member, 'speak', { text: textOf(i) }).then(
           () => {
             answeredAt.push(performance.now() - stepStart);
             return true;
