@@ -33,6 +33,11 @@ export interface Config {
   readonly utterancePauseMs: number;
   /** `VOICE_FRAMES_PER_PACKET`: up to this many 20 ms frames in one voice packet (1–3; 3 by default). */
   readonly framesPerPacket: number;
+  /**
+   * `HERALD_RUSH_SCHEDULER` (`on` by default; `off` is a benchmark diagnostic): starts of utterances pass the start
+   * gate (src/rush), so a rush of them never holds the audio cycle of the streams playing (docs/rush.md).
+   */
+  readonly rushScheduler: boolean;
   /** The budget guard's floor, warning level, alert channel, price, member rate and operators. */
   readonly budget: BudgetConfig;
   /** The audio cache: size bound, age, longest cached utterance, folder. */
@@ -132,6 +137,10 @@ export function parseConfig(env: Env): ConfigResult {
     return parsed;
   };
   const framesPerPacket = count('VOICE_FRAMES_PER_PACKET', DEFAULT_FRAMES_PER_PACKET, 3);
+  const rushScheduler = (value('HERALD_RUSH_SCHEDULER') ?? 'on').toLowerCase();
+  if (rushScheduler !== 'on' && rushScheduler !== 'off') {
+    problems.push('HERALD_RUSH_SCHEDULER must be on or off (off only to measure Herald without it).');
+  }
   const perServer = count('QUEUE_MAX_PER_SERVER', 50, 1000);
   const perMember = count('QUEUE_MAX_PER_MEMBER', 10, 1000);
   if (perMember > perServer) problems.push('QUEUE_MAX_PER_MEMBER cannot be above QUEUE_MAX_PER_SERVER.');
@@ -173,6 +182,7 @@ export function parseConfig(env: Env): ConfigResult {
       idleTimeoutMs: idleSeconds * 1000,
       utterancePauseMs: pauseMs,
       framesPerPacket,
+      rushScheduler: rushScheduler !== 'off',
       budget: budget.value,
       cache: cache.value,
       queueLimits: { perServer, perMember },

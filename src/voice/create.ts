@@ -1,6 +1,7 @@
 import { type Client, Events } from 'discord.js';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
+import { createStartGate } from '../rush/index.ts';
 import { ownsGuild } from '../shard/client.ts';
 import type { VoiceStateStore } from '../storage/voice-state.ts';
 import type { GenerateResult } from '../tts/index.ts';
@@ -11,7 +12,10 @@ import type { Synthesize } from './session.ts';
 
 /** What {@link createVoice} is built from. */
 export interface VoiceParts {
-  readonly config: Pick<Config, 'idleTimeoutMs' | 'utterancePauseMs' | 'framesPerPacket' | 'queueLimits'>;
+  readonly config: Pick<
+    Config,
+    'idleTimeoutMs' | 'utterancePauseMs' | 'framesPerPacket' | 'queueLimits' | 'rushScheduler'
+  >;
   /** The paid path each utterance is spoken through. */
   readonly synthesize: Synthesize;
   /** Tells the ledger that audio it paid for was never heard, and why. */
@@ -39,6 +43,8 @@ export function createVoice(parts: VoiceParts): VoiceManager {
     synthesize: parts.synthesize,
     // One gateway connection (shard), so one join queue: Discord's command rate is per shard.
     joinQueue: createJoinQueue(),
+    // One event loop, one gate: every server's starts take turns so that none holds the audio cycle (issue 44).
+    ...(config.rushScheduler ? { startGate: createStartGate() } : {}),
     onUnplayed: (result, _request, reason) => parts.unplayed(result, reason),
     ...(parts.observer ? { observer: parts.observer } : {}),
   });

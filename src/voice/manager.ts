@@ -7,6 +7,7 @@ import {
   type VoiceState,
 } from 'discord.js';
 import type { Logger } from '../log.ts';
+import type { StartGate } from '../rush/index.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import type { JoinQueue } from './join-queue.ts';
 import { createSynthesisPacing, type SynthesisPacing } from './pacing.ts';
@@ -65,6 +66,8 @@ export interface VoiceManagerOptions {
   };
   /** Paces voice joins under the gateway rate (one per shard); none: joins are sent at once. */
   readonly joinQueue?: JoinQueue;
+  /** The process's start gate, shared by every server's queue (src/rush); none: every start goes at once. */
+  readonly startGate?: StartGate;
 }
 
 /** A server's voice session as it stands, for saving across a restart; null once it is over for good. */
@@ -186,6 +189,7 @@ export class VoiceManager {
         ? {}
         : { framesPerPacket: this.#options.framesPerPacket }),
       ...(this.#options.joinQueue ? { joinQueue: this.#options.joinQueue } : {}),
+      ...(this.#options.startGate ? { startGate: this.#options.startGate } : {}),
       ...(this.#options.connectTimeoutMs === undefined
         ? {}
         : { connectTimeoutMs: this.#options.connectTimeoutMs }),

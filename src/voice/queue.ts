@@ -1,55 +1,29 @@
 import { ReadAhead } from '../audio/read-ahead.ts';
 import type { Logger } from '../log.ts';
+import type { StartGate } from '../rush/index.ts';
 import { countCharacters, type GenerateResult, TtsAbortedError } from '../tts/index.ts';
 import type { SynthesisPacing } from './pacing.ts';
 import type { EnqueueOutcome, QueueLimits, SpeechRequest, Synthesize } from './request.ts';
 
-export type { EnqueueOutcome, QueueLimits, SpeechRequest, Synthesize };
+import {
+  type DropReason,
+  heard,
+  type Prepared,
+  releaseGate,
+  type SessionEnd,
+  type Utterance,
+} from './utterance.ts';
 
-/** Why a session ended; each maps to what Herald tells the server. */
-export type SessionEnd =
-  | 'left'
-  | 'idle'
-  | 'alone'
-  | 'kicked'
-  | 'channel-deleted'
-  | 'lost-speak'
-  | 'removed'
-  | 'connection-failed'
-  | 'connection-lost'
-  | 'shutdown';
-
-/** Why an utterance was dropped before it was heard: a member's `/skip` or `/stop`, a deleted message, or the end. */
-export type DropReason = 'skip' | 'stop' | 'withdrawn' | 'failed' | SessionEnd;
-
-/** Paid audio, read ahead into memory so it is ready the moment it is due. */
-export interface Prepared {
-  readonly result: GenerateResult;
-  readonly body: ReadAhead;
-}
-
-/** An utterance in the queue; the player carries it as its resource's metadata. */
-export interface Utterance {
-  readonly request: SpeechRequest;
-  /** Code points of the text, as the service bills them. */
-  readonly characters: number;
-  readonly abort: AbortController;
-  /** Set when it was dropped; what it was dropped for. */
-  dropped: DropReason | undefined;
-  /** The synthesis, once started (the money is reserved then, and paid when its headers arrive). */
-  synthesis: Promise<Prepared> | undefined;
-  prepared: Prepared | undefined;
-  /** True once it is due (first in line with a connection that can play): it plays as soon as it is ready. */
-  due: boolean;
-  /** True once handed to the player. */
-  playing: boolean;
-  /** How much of it the player has played, in ms, once it started; a cut after the first frame counts as heard. */
-  position: (() => number) | undefined;
-  /** What broke the audio stream, kept because the player's error carries only the message. */
-  streamError: unknown;
-  /** True when its audio came slower than real time and waited at its start to play through (the session says). */
-  slowStart: boolean;
-}
+export type {
+  DropReason,
+  EnqueueOutcome,
+  Prepared,
+  QueueLimits,
+  SessionEnd,
+  SpeechRequest,
+  Synthesize,
+  Utterance,
+};
 
 /** Options of {@link SpeechQueue}. */
 export interface SpeechQueueOptions {
@@ -78,6 +52,11 @@ export interface SpeechQueueOptions {
   readonly onNextReady?: () => void;
   /** Told after any change to what is still to be heard ({@link SpeechQueue.unheard}). */
   readonly onChange?: () => void;
+  /**
+   * The process's start gate (src/rush): an utterance not yet synthesised waits for its turn there before its
+   * synthesis, and holds it until it plays. None: every start goes at once.
+   */
+  readonly startGate?: StartGate;
   /** Clock in ms; `performance.now` by default. */
   readonly now?: () => number;
 }
@@ -173,6 +152,7 @@ export class SpeechQueue {
       position: undefined,
       streamError: undefined,
       slowStart: false,
+      release: undefined,
     });
     this.#pump();
     this.#changed();
@@ -255,6 +235,7 @@ export class SpeechQueue {
 
   /** The player started (or resumed) `utterance`; `position` reads how much of it has been played, in ms. */
   started(utterance: Utterance, position: () => number): void {
+    releaseGate(utterance);
     if (utterance !== this.#current) return;
     utterance.position = position;
     this.#position = position;
@@ -265,6 +246,7 @@ export class SpeechQueue {
   finished(utterance: Utterance): void {
     // Releases the HTTP stream if the player gave up on the resource early.
     utterance.abort.abort();
+    releaseGate(utterance);
     if (this.#current !== utterance) return;
     this.#current = undefined;
     this.#position = undefined;
@@ -343,6 +325,15 @@ export class SpeechQueue {
 
   async #start(utterance: Utterance): Promise<void> {
     try {
+      // One synthesised ahead (the next of a queue, following the one before without a gap) needs no turn.
+      const gate = this.#options.startGate;
+      if (gate && !utterance.synthesis) {
+        utterance.release = await gate.enter(utterance.abort.signal);
+        if (this.#current !== utterance || utterance.dropped) {
+          releaseGate(utterance);
+          return;
+        }
+      }
       const prepared = await this.#prepare(utterance);
       if (this.#current !== utterance || utterance.dropped) return;
       if (this.#options.beforePlay) {
@@ -353,6 +344,7 @@ export class SpeechQueue {
       this.#options.play(utterance, prepared);
       this.#changed();
     } catch (error) {
+      releaseGate(utterance);
       if (!utterance.dropped) utterance.request.onFailure(error);
       // Paid and failed before it was played (e.g. DAVE never got ready): unheard.
       if (utterance.prepared) this.#discard(utterance, 'failed');
@@ -413,6 +405,7 @@ export class SpeechQueue {
   #drop(utterance: Utterance, reason: DropReason): void {
     utterance.dropped ??= reason;
     utterance.abort.abort();
+    releaseGate(utterance);
     if (utterance.prepared && !heard(utterance)) this.#discard(utterance, reason);
   }
 
@@ -428,12 +421,4 @@ export class SpeechQueue {
       this.#options.logger.error('recording unplayed audio failed', { err: error });
     }
   }
-}
-
-/**
- * Whether any of an utterance reached the channel: handed to a player that has played at least one frame of it.
- * One handed over while the connection was gone (the player paused, nothing sent) was paid for and never heard.
- */
-function heard(utterance: Utterance): boolean {
-  return utterance.playing && (utterance.position?.() ?? 0) > 0;
 }

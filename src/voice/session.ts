@@ -11,6 +11,7 @@ import {
 import { createSpeechResource, STOP_SILENCE_FRAMES, setTrailingSilence } from '../audio/resource.ts';
 import { UserFacingError } from '../discord/member-facing.ts';
 import type { Logger } from '../log.ts';
+import type { StartGate } from '../rush/index.ts';
 import { DEFAULT_TIMEOUTS, type GenerateResult } from '../tts/index.ts';
 import { VoiceLink, type VoiceLinkOptions } from './connection.ts';
 import { awaitE2eeReady, guardE2ee } from './e2ee-gate.ts';
@@ -21,6 +22,7 @@ import {
   type QueueLimits,
   type SessionEnd,
   SpeechQueue,
+  type SpeechQueueOptions,
   type SpeechRequest,
   type Synthesize,
   type Utterance,
@@ -69,6 +71,8 @@ export interface GuildSessionOptions
   readonly onChange?: () => void;
   /** True for a key withdrawn before its utterance was queued (a message deleted while Herald was away). */
   readonly withdrawn?: (key: string) => boolean;
+  /** The process's start gate (see {@link SpeechQueueOptions.startGate}); none: every start goes at once. */
+  readonly startGate?: StartGate;
 }
 
 /** 20 ms Opus frames in one voice packet when `VOICE_FRAMES_PER_PACKET` is not set (see `framesPerPacket`). */
@@ -191,6 +195,7 @@ export class GuildSession {
       },
       stopPlayback: () => this.player.stop(true),
       onEmpty: () => this.#armIdleTimer(),
+      ...(options.startGate ? { startGate: options.startGate } : {}),
       ...(options.onChange ? { onChange: options.onChange } : {}),
       ...(options.onUnplayed ? { onUnplayed: options.onUnplayed } : {}),
     });

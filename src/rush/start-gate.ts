@@ -1,0 +1,128 @@
+/**
+ * Playing comes first (issue 44): the starts of utterances in one process pass one at a time through a gate that
+ * opens only while the event loop keeps time. A start (a reservation, a download or a cache read, a demuxer, a
+ * player) is dozens of small pieces of work on the event loop that also runs the audio cycle of every stream
+ * already playing (a timer every 20 ms). When hundreds of members ask at once and every start runs at once, those
+ * pieces queue in front of the audio cycle, every playing stream's packets leave late, and every start finishes
+ * late too, all together at the end of the rush. Through the gate, starts begin in the order they were asked, each
+ * only after a probe timer fired on time (the loop is not behind), and at most {@link StartGateOptions.maxRunning}
+ * are under way at once: the loop keeps room for the audio cycle and the interactions, and the first members to ask
+ * hear their first word first.
+ */
+
+/** Ends a start's hold on the gate; calling it again does nothing. */
+export type Release = () => void;
+
+/** The gate every start of an utterance in this process passes (see the module's comment). */
+export interface StartGate {
+  /**
+   * Resolves with this start's {@link Release} once it is its turn: starts are let through in the order they
+   * entered. @throws the signal's reason (rejects) if it aborts while the start waits; it then holds nothing.
+   */
+  enter(signal?: AbortSignal): Promise<Release>;
+  /** Starts waiting for their turn. */
+  readonly waiting: number;
+  /** Starts let through and not yet released. */
+  readonly running: number;
+}
+
+/** Options of {@link createStartGate}; the defaults are what Herald runs with. */
+export interface StartGateOptions {
+  /** At most this many starts under way at once (let through, not yet released); default 64. */
+  readonly maxRunning?: number;
+  /** The probe timer's delay, ms: at most one start is let through per probe; default 5. */
+  readonly probeMs?: number;
+  /**
+   * A probe firing more than this late (ms) means the loop is behind: nobody is let through, and the next probe
+   * measures again; default 10 (half of an audio cycle).
+   */
+  readonly maxLagMs?: number;
+  /** Clock in ms; `performance.now` by default. */
+  readonly now?: () => number;
+}
+
+/** Starts under way at once, at most (see {@link StartGateOptions.maxRunning}). */
+export const DEFAULT_MAX_RUNNING = 64;
+const DEFAULT_PROBE_MS = 5;
+const DEFAULT_MAX_LAG_MS = 10;
+
+interface Waiter {
+  readonly resolve: (release: Release) => void;
+  readonly reject: (reason: unknown) => void;
+  readonly signal: AbortSignal | undefined;
+  readonly onAbort: () => void;
+}
+
+/** Creates a {@link StartGate}; one per process (its event loop is what the gate protects). */
+export function createStartGate(options: StartGateOptions = {}): StartGate {
+  const maxRunning = options.maxRunning ?? DEFAULT_MAX_RUNNING;
+  const probeMs = options.probeMs ?? DEFAULT_PROBE_MS;
+  const maxLagMs = options.maxLagMs ?? DEFAULT_MAX_LAG_MS;
+  const now = options.now ?? (() => performance.now());
+  const waiters: Waiter[] = [];
+  let running = 0;
+  let probe: NodeJS.Timeout | undefined;
+
+  const letThrough = (waiter: Waiter): void => {
+    waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    running++;
+    let held = true;
+    waiter.resolve(() => {
+      if (!held) return;
+      held = false;
+      running--;
+      schedule();
+    });
+  };
+
+  // One probe at a time: it fires `probeMs` later, and how late it fires says whether the loop keeps time.
+  const schedule = (): void => {
+    if (probe !== undefined || waiters.length === 0 || running >= maxRunning) return;
+    const firesAt = now() + probeMs;
+    probe = setTimeout(() => {
+      probe = undefined;
+      const next = waiters[0];
+      if (next && running < maxRunning && now() - firesAt <= maxLagMs) {
+        waiters.shift();
+        letThrough(next);
+      }
+      schedule();
+    }, probeMs);
+  };
+
+  return {
+    enter(signal) {
+      return new Promise<Release>((resolve, reject) => {
+        if (signal?.aborted) {
+          reject(signal.reason);
+          return;
+        }
+        const waiter: Waiter = {
+          resolve,
+          reject,
+          signal,
+          onAbort: () => {
+            const index = waiters.indexOf(waiter);
+            if (index === -1) return;
+            waiters.splice(index, 1);
+            reject(signal?.reason);
+          },
+        };
+        // A lone start (nothing under way, nobody waiting) goes at once: a quiet server's /speak pays nothing.
+        if (running === 0 && waiters.length === 0 && probe === undefined) {
+          letThrough(waiter);
+          return;
+        }
+        signal?.addEventListener('abort', waiter.onAbort, { once: true });
+        waiters.push(waiter);
+        schedule();
+      });
+    },
+    get waiting() {
+      return waiters.length;
+    },
+    get running() {
+      return running;
+    },
+  };
+}
