@@ -56,6 +56,7 @@ describe('parseConfig', () => {
       IDLE_TIMEOUT_SECONDS: '60',
       UTTERANCE_PAUSE_MS: '0',
       VOICE_FRAMES_PER_PACKET: '1',
+      HERALD_RUSH_SCHEDULER: 'OFF',
     });
     expect(result).toMatchObject({
       ok: true,
@@ -67,11 +68,12 @@ describe('parseConfig', () => {
         idleTimeoutMs: 60_000,
         utterancePauseMs: 0,
         framesPerPacket: 1,
+        rushScheduler: false,
       },
     });
     expect(parseConfig(valid)).toMatchObject({
       ok: true,
-      value: { utterancePauseMs: 120, framesPerPacket: 3 },
+      value: { utterancePauseMs: 120, framesPerPacket: 3, rushScheduler: true },
     });
   });
 
@@ -85,6 +87,7 @@ describe('parseConfig', () => {
       IDLE_TIMEOUT_SECONDS: 'soon',
       UTTERANCE_PAUSE_MS: '2500',
       VOICE_FRAMES_PER_PACKET: '4',
+      HERALD_RUSH_SCHEDULER: 'sometimes',
     });
     expect(result.ok).toBe(false);
     const problems = result.ok ? [] : result.problems;
@@ -99,6 +102,7 @@ describe('parseConfig', () => {
       'IDLE_TIMEOUT_SECONDS',
       'UTTERANCE_PAUSE_MS',
       'VOICE_FRAMES_PER_PACKET',
+      'HERALD_RUSH_SCHEDULER',
     ]) {
       expect(
         problems.some((problem) => problem.startsWith(name)),
