@@ -97,6 +97,7 @@ export interface GatewayInformationSource {
 
 /** The client's `ws` option that picks the throttler (spread into `ws`). */
 export interface IdentifyThrottlerOption {
+  /** Called by @discordjs/ws at the first IDENTIFY, once the gateway's `max_concurrency` is known. */
   buildIdentifyThrottler?(manager: GatewayInformationSource): Promise<IdentifyThrottler>;
 }
 
@@ -104,8 +105,6 @@ export interface IdentifyThrottlerOption {
 export interface IdentifyDependencies {
   readonly db: Database;
   readonly logger: Logger;
-  /** The slot window; default 5.5 s (IDENTIFY_WINDOW_MS). Only tests shorten it. */
-  readonly windowMs?: number;
 }
 
 /**
@@ -126,7 +125,7 @@ export function identifyThrottlerOptions(
   deps: IdentifyDependencies | undefined,
 ): IdentifyThrottlerOption {
   if (deps === undefined || !sharesIdentifyBuckets(shards)) return {};
-  const slots = createIdentifySlots(deps.db, deps.windowMs === undefined ? {} : { windowMs: deps.windowMs });
+  const slots = createIdentifySlots(deps.db);
   return {
     async buildIdentifyThrottler(manager) {
       // Already fetched (and cached by @discordjs/ws) when the client logged in.
