@@ -34,7 +34,7 @@ import {
   TTS_WRITE_EVERY_MS,
 } from './options.ts';
 import { referenceFrameUs } from './reference-frame.ts';
-import { rushLine } from './rush.ts';
+import { rushLine, splitLine } from './rush.ts';
 
 /** Runs every figure once and returns them; never throws for a bad figure, only for a broken world. */
 export async function runBench(options: BenchOptions): Promise<BenchResult> {
@@ -125,6 +125,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
               options.holdPackets ?? true,
               heldReader,
               take++,
+              tts,
             ),
           );
         }
@@ -132,7 +133,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         steps.push(step);
         anyHeld ||= held(step);
         log(
-          `P4 ${n} servers, nice ${step.heraldNice}: ${(step.lateShare * 100).toFixed(2)} % late, ${step.cpuMsPerStreamSecond.toFixed(2)} ms CPU/stream-s, RSS ${step.rssMb.toFixed(0)} MB; ${rushLine(step.rush)}`,
+          `P4 ${n} servers, nice ${step.heraldNice}: ${(step.lateShare * 100).toFixed(2)} % late, ${step.cpuMsPerStreamSecond.toFixed(2)} ms CPU/stream-s, RSS ${step.rssMb.toFixed(0)} MB; ${rushLine(step.rush)}; ${splitLine(step.startSplit)}`,
         );
       }
       if (!anyHeld && !options.allSteps) break;

@@ -5,11 +5,12 @@
 import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { CapturedFrame, DiscordEmulator, HeldBy } from '../emulators/discord/index.ts';
+import type { TtsEmulatorHandle } from '../emulators/tts/index.ts';
 import { round, type Server, sleep, utteranceOf } from './common.ts';
 import { cpuMsByThreadName, cpuMsByThreadNameSince, cpuMsSince } from './cpu-time.ts';
 import type { HeraldProcess } from './herald-process.ts';
 import { type ConcurrencyStep, LATE_MS } from './options.ts';
-import { rushFigures, type StreamTiming, type TimedPacket } from './rush.ts';
+import { rushFigures, type StreamTiming, startLatency, type TimedPacket } from './rush.ts';
 
 /** Every server's member runs /speak at the same moment; returns lateness, CPU and memory. */
 export async function speakAll(
@@ -25,12 +26,14 @@ export async function speakAll(
   heldReader: string | undefined,
   /** This step's run over the whole bench (0, 1, …): with the server's number, it makes each /speak's text its own. */
   take = 0,
+  /** The emulated TTS service: when each server's request reached it splits the start latency in two. */
+  tts?: TtsEmulatorHandle,
 ): Promise<ConcurrencyStep> {
   const plain = utteranceOf(audioSeconds);
   // Each member says something of their own, as in a real rush: with the audio cache on, every start is a miss
   // and every end a cache write, whichever run or footing came before.
   const textOf = (i: number) => {
-    const tag = `Take ${take}, server ${i}. `;
+    const tag = `${startTag(take, i)} `;
     return tag + plain.slice(tag.length);
   };
   for (const server of servers) discord.voice(server.guild).clear();
@@ -51,6 +54,7 @@ export async function speakAll(
   let unanswered = 0;
   const answeredAt: number[] = [];
   const askedAt: number[] = [];
+  const requestsBefore = (await tts?.requestCount()) ?? 0;
   const stepStart = performance.now();
   let ended: {
     cpuMs: number;
@@ -161,6 +165,13 @@ export async function speakAll(
     // The audio's length: up to the last packet, which is a 20 ms frame of silence (the end of transmission).
     streamedMs += lastDueMs + 20;
   }
+  // When each server's synthesis request reached the TTS service, in ms since the step began (its Date.now clock).
+  const ttsAt = new Map<string, number>();
+  for (const request of (await tts?.requests(requestsBefore)) ?? []) {
+    const text = (request.body as { text?: unknown } | undefined)?.text;
+    const tag = typeof text === 'string' ? /^Take [a-j]+ [a-j]+\./.exec(text)?.[0] : undefined;
+    if (tag && !ttsAt.has(tag)) ttsAt.set(tag, request.receivedAt - performance.timeOrigin - stepStart);
+  }
   const perSecond = (at: readonly number[]) => at.slice(1).map((ms, i) => Math.round(ms - (at[i] ?? 0)));
   const cpuPerSecond = perSecond(cpuAt);
   const steady = cpuPerSecond.slice(Math.ceil(audioSeconds / 2), Math.floor(audioSeconds));
@@ -186,6 +197,7 @@ export async function speakAll(
     receiverLoopP99Ms: round(loop.percentile(99) / 1e6, 1),
     heldBy,
     rush: rushFigures(streams),
+    startSplit: splitStarts(servers.length, take, askedAt, ttsAt, streams),
     bySecond: {
       late: Array.from(lateBySecond, (count) => count ?? 0),
       lateInStream: Array.from(lateByStreamSecond, (count) => count ?? 0),
@@ -197,6 +209,33 @@ export async function speakAll(
         ? null
         : round(steady.reduce((sum, ms) => sum + ms, 0) / steady.length / servers.length, 3),
   };
+}
+
+/** The words a P4 /speak begins with, unchanged by Herald's text clean-up (letters only): its take and server. */
+function startTag(take: number, server: number): string {
+  const letters = (n: number) =>
+    [...String(n)].map((digit) => String.fromCharCode(97 + Number(digit))).join('');
+  return `Take ${letters(take)} ${letters(server)}.`;
+}
+
+/** `/speak` → the TTS request, and the TTS request → the first packet, in ms over the servers with both. */
+function splitStarts(
+  count: number,
+  take: number,
+  askedAt: readonly number[],
+  ttsAt: ReadonlyMap<string, number>,
+  streams: readonly StreamTiming[],
+): ConcurrencyStep['startSplit'] {
+  const toRequest: number[] = [];
+  const toPacket: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const requested = ttsAt.get(startTag(take, i));
+    const first = streams[i]?.packets[0];
+    if (requested === undefined || first === undefined) continue;
+    toRequest.push(requested - (askedAt[i] ?? 0));
+    toPacket.push(first.atSeconds * 1000 - requested);
+  }
+  return { toTtsRequestMs: startLatency(toRequest), ttsRequestToFirstPacketMs: startLatency(toPacket) };
 }
 
 /** OS thread name → its group in {@link ConcurrencyStep.worldCpuByThread}; any other thread is `other`. */

@@ -20,7 +20,7 @@ import {
   RECEIVER_NAP_MS,
   TTS_WRITE_EVERY_MS,
 } from './options.ts';
-import { rushLine, secondsTable } from './rush.ts';
+import { rushLine, secondsTable, splitLine } from './rush.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -139,7 +139,10 @@ function formatTable(r: BenchResult): string {
     ['P2 /speak → first voice packet, warm', ms(r.p2SpeakToFirstPacketMs.warm)],
     ['P3 gaps between queued utterances', p3Line(r.p3GapsMs)],
     ...r.p4Concurrency.flatMap((s): [string, string][] => [
-      [`P4 ${s.servers} servers, nice ${s.heraldNice ?? '?'}: the rush`, rushLine(s.rush)],
+      [
+        `P4 ${s.servers} servers, nice ${s.heraldNice ?? '?'}: the rush`,
+        `${rushLine(s.rush)}; ${splitLine(s.startSplit)}`,
+      ],
       ...secondsTable(s.rush.bySecond).map((line): [string, string] => ['', line]),
     ]),
     ...r.p4Concurrency.map((s): [string, string] => [

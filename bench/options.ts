@@ -225,6 +225,15 @@ export interface ConcurrencyStep {
    * first packet.
    */
   readonly rush: RushFigures;
+  /**
+   * The start latency in two: `/speak` sent → that server's synthesis request reached the TTS service (the
+   * interaction, the checks, the wait for its turn), and that request → its first packet (the download, the
+   * demuxer, the player). Over the servers with both.
+   */
+  readonly startSplit: {
+    readonly toTtsRequestMs: RushFigures['startLatencyMs'];
+    readonly ttsRequestToFirstPacketMs: RushFigures['startLatencyMs'];
+  };
   /** Who held the step's packets (see {@link BenchOptions.nativeReader}); undefined when none were held. */
   readonly heldBy: HeldBy | undefined;
   /**

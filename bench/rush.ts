@@ -150,3 +150,13 @@ export function secondsTable(seconds: readonly SecondFigures[]): string[] {
       `${String(s.second).padStart(3)} s: ${s.packets} packets, ${s.latePercent} % late, max ${s.maxLatenessMs} ms`,
   );
 }
+
+/** The start latency's two parts in one line (see ConcurrencyStep.startSplit in options.ts). */
+export function splitLine(split: {
+  readonly toTtsRequestMs: ReturnType<typeof startLatency>;
+  readonly ttsRequestToFirstPacketMs: ReturnType<typeof startLatency>;
+}): string {
+  const part = ({ p50, p95, max }: ReturnType<typeof startLatency>) =>
+    `p50 ${p50}, p95 ${p95}, max ${max} ms`;
+  return `/speak → TTS request ${part(split.toTtsRequestMs)}; TTS request → first packet ${part(split.ttsRequestToFirstPacketMs)}`;
+}
