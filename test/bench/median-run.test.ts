@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { medianRun } from '../../bench/concurrency.ts';
 import type { ConcurrencyStep } from '../../bench/options.ts';
+import { rushFigures } from '../../bench/rush.ts';
 
 /** A step whose fields other than the ones given are those of a clean run. */
 function run(
@@ -19,6 +20,7 @@ function run(
     lostPackets: 0,
     rejectedPackets,
     silentServers: 0,
+    rush: rushFigures([]),
   } as ConcurrencyStep;
 }
 
