@@ -328,7 +328,9 @@ export class SpeechQueue {
       // One synthesised ahead (the next of a queue, following the one before without a gap) needs no turn.
       const gate = this.#options.startGate;
       if (gate && !utterance.synthesis) {
+        const askedAt = this.#now();
         utterance.release = await gate.enter(utterance.abort.signal);
+        this.#options.logger.debug('start gate passed', { waitedMs: Math.round(this.#now() - askedAt) });
         if (this.#current !== utterance || utterance.dropped) {
           releaseGate(utterance);
           return;
