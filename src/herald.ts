@@ -10,6 +10,7 @@ import { createDiscordClient, postInChannel, shardLabel } from './discord/client
 import { listenToDiscord } from './discord/events.ts';
 import { createInteractionHandler } from './discord/interactions.ts';
 import { operatorsOf } from './discord/operators.ts';
+import { createGatewaySessions } from './gateway/index.ts';
 import type { Logger } from './log.ts';
 import { renderPreviewFile } from './members/preview.ts';
 import {
@@ -76,7 +77,9 @@ export const DEFAULT_SHUTDOWN_DRAIN_MS = 5_000;
  * and logs in. The only place that knows how the parts fit together.
  */
 export async function startHerald(config: Config, options: HeraldOptions): Promise<Herald> {
-  const client = createDiscordClient(config);
+  // Each shard's gateway session is kept in the database: a restart RESUMEs it rather than waiting to IDENTIFY.
+  const gateway = createGatewaySessions();
+  const client = createDiscordClient(config, gateway.wsOptions);
   // Every line carries the shard. The latest warnings and errors are also kept for the status page.
   const problems = keepRecentProblems(options.logger.child({ shard: shardLabel(client) }), {
     secrets: secretsOf(config),
@@ -107,6 +110,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     onLost: () => options.onShardsLost?.(),
   });
   const stores = await openStores(db);
+  await gateway.start(client, db, child('gateway'));
   // What is kept about removed servers and about members who ask, and its deletion (after every store's tables).
   const privacy = await createPrivacy(db, { ...config.privacy, ...options.privacy, logger });
 
@@ -226,6 +230,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       await voice.drainAll(options.shutdownDrainMs ?? DEFAULT_SHUTDOWN_DRAIN_MS);
       await operations.close();
       voice.destroyAll();
+      // Closed resumable (never 1000, which ends the sessions on Discord) and stored: the next start RESUMEs.
+      await gateway.closeResumable();
       await client.destroy();
       await tts.close();
       // Off the gateway first: a process waiting for these shards may start now.

@@ -1,10 +1,16 @@
-import { Client, GatewayIntentBits, Partials } from 'discord.js';
+import { Client, GatewayIntentBits, Partials, type WebSocketOptions } from 'discord.js';
 import type { Config } from '../config.ts';
 import { clientShardOptions } from '../shard/client.ts';
 import { NO_MENTIONS } from './replies.ts';
 
-/** Herald's discord.js client for `config`: its intents, partials and shards; not logged in yet. */
-export function createDiscordClient(config: Pick<Config, 'discord' | 'shards'>): Client {
+/**
+ * Herald's discord.js client for `config`: its intents, partials and shards; not logged in yet. `ws` adds gateway
+ * options (the strategy that keeps sessions in the database).
+ */
+export function createDiscordClient(
+  config: Pick<Config, 'discord' | 'shards'>,
+  ws: WebSocketOptions = {},
+): Client {
   return new Client({
     // MessageContent is privileged: enable it for the application in the Discord developer portal.
     intents: [
@@ -20,6 +26,7 @@ export function createDiscordClient(config: Pick<Config, 'discord' | 'shards'>):
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
     // Explicit, so that discord.js never picks SHARD_COUNT up from the environment on its own.
     ...clientShardOptions(config.shards),
+    ws,
   });
 }
 

@@ -1,0 +1,44 @@
+/**
+ * Gateway sessions kept in the database, so that a restart RESUMEs rather than IDENTIFYing (one IDENTIFY per 5 s
+ * per bucket makes a restart of four shards wait for Discord). The one door: Herald's composition root builds
+ * {@link createGatewaySessions} before the client, starts it once the database is open, and closes it resumable on
+ * a planned stop. See docs/gateway-sessions.md.
+ */
+import type { Client, WebSocketOptions } from 'discord.js';
+import type { Logger } from '../log.ts';
+import type { Database } from '../storage/database.ts';
+import { snapshotShard } from './cache-snapshot.ts';
+import { restoreOnResume } from './resume.ts';
+import { createSessionKeeper, type SessionKeeperOptions } from './sessions.ts';
+import { createGatewaySessionStore } from './store.ts';
+
+export { DEFAULT_FLUSH_EVERY_MS, DEFAULT_RESUME_WINDOW_MS, type SessionKeeperOptions } from './sessions.ts';
+export type { GatewaySession, GatewaySessionStore, StoredGatewaySession } from './store.ts';
+export { createGatewaySessionStore } from './store.ts';
+
+/** A client's gateway sessions, kept in the database. */
+export interface GatewaySessions {
+  /** For the client's `ws` options. */
+  readonly wsOptions: Pick<WebSocketOptions, 'buildStrategy'>;
+  /** Opens the sessions' table and listens for resumes; before the client logs in. */
+  start(client: Client, db: Database, logger: Logger): Promise<void>;
+  /**
+   * A planned stop: closes the gateway with a resumable code and stores each shard's session with its cache, so
+   * that the next start RESUMEs. Call before `client.destroy()` (whose 1000 would end the sessions).
+   */
+  closeResumable(): Promise<void>;
+}
+
+/** Gateway sessions for one client; see {@link GatewaySessions}. */
+export function createGatewaySessions(options: SessionKeeperOptions = {}): GatewaySessions {
+  const keeper = createSessionKeeper(options);
+  return {
+    wsOptions: { buildStrategy: keeper.buildStrategy },
+    async start(client, db, logger) {
+      const store = await createGatewaySessionStore(db);
+      keeper.attach({ store, logger, snapshot: (shardId) => JSON.stringify(snapshotShard(client, shardId)) });
+      restoreOnResume(client, keeper, logger);
+    },
+    closeResumable: () => keeper.closeResumable(),
+  };
+}
