@@ -110,7 +110,6 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     onLost: () => options.onShardsLost?.(),
   });
   const stores = await openStores(db);
-  await gateway.start(client, db, child('gateway'));
   // What is kept about removed servers and about members who ask, and its deletion (after every store's tables).
   const privacy = await createPrivacy(db, { ...config.privacy, ...options.privacy, logger });
 
@@ -194,12 +193,14 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   );
   listenToDiscord(client, { interaction, voice, autoread, privacy, logger });
   // Once the caches are filled: rejoin the voice channels Herald was in before a restart, and finish their queues.
-  recoverWhenReady(client, {
+  const recoverShard = recoverWhenReady(client, {
     store: stores.voiceState,
     voice,
     speakers: () => tts.speakers(),
     logger: voiceLogger,
   });
+  // A shard that RESUMEs after a restart gets its cache back from the database, then rejoins its voice channels.
+  await gateway.start(client, db, child('gateway'), recoverShard);
 
   const operations = await startOperations({
     config,

@@ -20,8 +20,16 @@ export { createGatewaySessionStore } from './store.ts';
 export interface GatewaySessions {
   /** For the client's `ws` options. */
   readonly wsOptions: Pick<WebSocketOptions, 'buildStrategy'>;
-  /** Opens the sessions' table and listens for resumes; before the client logs in. */
-  start(client: Client, db: Database, logger: Logger): Promise<void>;
+  /**
+   * Opens the sessions' table and listens for resumes; before the client logs in. `beforeReady` runs for a shard
+   * resumed after a restart once its cache is back, before the events it held back are handled; it never rejects.
+   */
+  start(
+    client: Client,
+    db: Database,
+    logger: Logger,
+    beforeReady: (shardId: number) => Promise<void>,
+  ): Promise<void>;
   /**
    * A planned stop: closes the gateway with a resumable code and stores each shard's session with its cache, so
    * that the next start RESUMEs. Call before `client.destroy()` (whose 1000 would end the sessions).
@@ -34,10 +42,10 @@ export function createGatewaySessions(options: SessionKeeperOptions = {}): Gatew
   const keeper = createSessionKeeper(options);
   return {
     wsOptions: { buildStrategy: keeper.buildStrategy },
-    async start(client, db, logger) {
+    async start(client, db, logger, beforeReady) {
       const store = await createGatewaySessionStore(db);
       keeper.attach({ store, logger, snapshot: (shardId) => JSON.stringify(snapshotShard(client, shardId)) });
-      restoreOnResume(client, keeper, logger);
+      restoreOnResume(client, keeper, logger, beforeReady);
     },
     closeResumable: () => keeper.closeResumable(),
   };
