@@ -34,6 +34,8 @@ export function restoreOnResume(
     }
     // Never rejects (the caller logs its own failures); the held-back events wait for it.
     await beforeReady(shardId);
+    // As after a READY: the shard turned ready (a sharding manager waits for this, through ShardClientUtil).
+    client.emit(Events.ShardReady, shardId, undefined);
     // discord.js turns ready when every shard is; this one's status is Ready since the RESUMED.
     (client.ws as unknown as { checkShardsReady(): void }).checkShardsReady();
   });

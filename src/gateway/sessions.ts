@@ -6,7 +6,7 @@ import {
   type WebSocketManager,
 } from '@discordjs/ws';
 import type { Logger } from '../log.ts';
-import type { GatewaySession, GatewaySessionStore } from './store.ts';
+import { type GatewaySession, type GatewaySessionStore, whyNotResumable } from './store.ts';
 
 /**
  * A stored session older than this is not resumed (Discord keeps a session that was not closed with 1000/1001
@@ -96,15 +96,7 @@ export function createSessionKeeper(options: SessionKeeperOptions = {}): Session
       return undefined;
     });
     if (!stored) return null;
-    const ageMs = now() - stored.updatedAt;
-    const reason =
-      stored.shardCount !== shardCount
-        ? `it is of ${stored.shardCount} shards, not ${shardCount}`
-        : ageMs > resumeWindowMs
-          ? `it is ${Math.round(ageMs / 1000)} s old`
-          : stored.cache === null
-            ? 'the process before did not stop as planned'
-            : undefined;
+    const reason = whyNotResumable(stored, shardCount, now() - stored.updatedAt, resumeWindowMs);
     if (reason !== undefined) {
       logger.info(`not resuming the stored gateway session: ${reason}; identifying`, { shardId });
       return null;

@@ -19,6 +19,22 @@ export interface StoredGatewaySession extends GatewaySession {
   readonly cache: string | null;
 }
 
+/**
+ * Why a stored session must not be RESUMEd (IDENTIFY instead), or undefined when it may: it is of the shard count
+ * the client runs, younger than `resumeWindowMs`, and a planned stop left its cache snapshot with it.
+ */
+export function whyNotResumable(
+  stored: StoredGatewaySession,
+  shardCount: number,
+  ageMs: number,
+  resumeWindowMs: number,
+): string | undefined {
+  if (stored.shardCount !== shardCount) return `it is of ${stored.shardCount} shards, not ${shardCount}`;
+  if (ageMs > resumeWindowMs) return `it is ${Math.round(ageMs / 1000)} s old`;
+  if (stored.cache === null) return 'the process before did not stop as planned';
+  return undefined;
+}
+
 /** Each shard's gateway session in Herald's database, so that a restarted process can RESUME it. */
 export interface GatewaySessionStore {
   /** The shard's stored session, or undefined. */
