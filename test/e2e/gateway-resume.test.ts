@@ -1,8 +1,8 @@
 /**
  * A restart resumes (one process, on the same database): a planned stop closes the gateway resumable and keeps the
  * session; the next start RESUMEs it (no IDENTIFY), puts its servers back in voice, goes on with the queue, and
- * reads once what was posted in an auto-read channel while Herald was away. A session Discord ended meanwhile is
- * identified again.
+ * reads once what was posted in an auto-read channel and answers once a `/speak` asked while Herald was away. A
+ * session Discord ended meanwhile is identified again.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createWorld, type World } from './harness.ts';
@@ -43,9 +43,12 @@ describe('a restart resumes the gateway session', () => {
     await w.discord.slash(w.member, 'speak', { text: 'The second sentence, said after the restart.' });
     await w.discord.voice(w.guild).untilFrames(5);
 
+    let askedAway: Promise<{ content?: string }> | undefined;
     await w.restart({}, () => {
       w.discord.voice(w.guild).clear();
       w.discord.sendMessage(w.member, w.text, 'Posted while Herald was away.');
+      // Discord waits 3 s for an answer: a restart that resumes at once still answers it.
+      askedAway = w.discord.slash(w.member, 'speak', { text: 'Asked while Herald was away.' });
     });
 
     expect(w.discord.gatewayCounts(0)).toEqual({
@@ -60,6 +63,8 @@ describe('a restart resumes the gateway session', () => {
     expect(asked(w, 'The second sentence')).toBe(1);
     expect(asked(w, 'Posted while Herald was away.')).toBe(1);
     expect(asked(w, 'Read before the restart.')).toBe(1);
+    expect((await askedAway)?.content).toMatch(/^(Speaking now|Queued)/);
+    await vi.waitFor(() => expect(asked(w, 'Asked while Herald was away.')).toBe(1), { timeout: 15_000 });
     // After the restart, Herald answers as ever (its cache came back with the session).
     const reply = await w.discord.slash(w.member, 'speak', { text: 'And one more, after the resume.' });
     expect(reply.content).toMatch(/^(Speaking now|Queued)/);

@@ -23,6 +23,7 @@ import { run, type Spawned } from '../support/process.ts';
 import { heraldEnv } from './harness.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'shard', 'main.ts');
+const ONE = join(import.meta.dirname, '..', '..', 'src', 'index.ts');
 const SHARDS = 4;
 
 let discord: DiscordEmulator;
@@ -89,8 +90,8 @@ const asked = (text: string): number =>
       ((request.body as { text?: string } | undefined)?.text ?? '').includes(text),
   ).length;
 
-describe('npm run start:shards restarted on purpose', () => {
-  it('RESUMEs every shard (no IDENTIFY), rejoins every voice channel and goes on; a message sent meanwhile is read once', async () => {
+describe('Herald restarted on purpose, as operators run it', () => {
+  it('npm run start:shards RESUMEs every shard (no IDENTIFY), rejoins every voice channel and goes on; a message sent meanwhile is read once', async () => {
     const servers = oneServerPerShard();
     const env = {
       ...heraldEnv(discord, tts, join(dir, 'herald.sqlite')),
@@ -150,4 +151,47 @@ describe('npm run start:shards restarted on purpose', () => {
     process.kill(-(second.child.pid as number), 'SIGTERM');
     expect((await second.done).code).toBe(0);
   }, 240_000);
+
+  it('one process (npm start, SQLite) resumes across a restart too', async () => {
+    const guild = discord.createGuild({ name: 'One process' });
+    const text = guild.addTextChannel('chat');
+    const room = guild.addVoiceChannel('Room');
+    const member = guild.addMember({ name: 'Solo member' });
+    guild.joinVoice(member, room);
+    const env = {
+      ...heraldEnv(discord, tts, join(dir, 'one.sqlite')),
+      NODE_EXTRA_CA_CERTS: caPath,
+      LOG_LEVEL: 'info',
+    };
+    const first = run(ONE, [], env, undefined, { group: true });
+    groups.push(first);
+    await first.until(/"msg":"logged in"/, 60_000);
+    await discord.slash(
+      member,
+      'speak',
+      { text: 'Said before the restart of the one process.' },
+      { channel: text },
+    );
+    await discord.voice(guild).untilFrames(5, { timeoutMs: 20_000 });
+    const before = discord.gatewayCounts(0);
+    process.kill(-(first.child.pid as number), 'SIGTERM');
+    expect((await first.done).code).toBe(0);
+
+    const second = run(ONE, [], env, undefined, { group: true });
+    groups.push(second);
+    await second.until(/"msg":"resumed the gateway session after a restart"/, 60_000);
+    expect(discord.gatewayCounts(0)).toEqual({ identifies: before.identifies, resumes: before.resumes + 1 });
+    const reply = await discord.slash(
+      member,
+      'speak',
+      { text: 'Said after the resume of the one process.' },
+      { channel: text },
+    );
+    expect(reply.content).toMatch(/^(Speaking now|Queued|Joining your channel)/);
+    await vi.waitFor(() => expect(asked('Said after the resume of the one process.')).toBe(1), {
+      timeout: 15_000,
+    });
+    process.kill(-(second.child.pid as number), 'SIGTERM');
+    expect((await second.done).code).toBe(0);
+  }, 120_000);
 });
