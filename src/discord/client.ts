@@ -1,15 +1,21 @@
 import { Client, GatewayIntentBits, Partials, type WebSocketOptions } from 'discord.js';
 import type { Config } from '../config.ts';
+import { type IdentifyDependencies, identifyThrottlerOptions } from '../gateway/index.ts';
 import { clientShardOptions } from '../shard/client.ts';
 import { NO_MENTIONS } from './replies.ts';
 
-/**
- * Herald's discord.js client for `config`: its intents, partials and shards; not logged in yet. `ws` adds gateway
- * options (the strategy that keeps sessions in the database).
- */
+/** What the client is built with beside the configuration. */
+export interface DiscordClientOptions {
+  /** The database and logger of an IDENTIFY throttler shared with the bot's other processes (when it has some). */
+  readonly identify?: IdentifyDependencies;
+  /** The strategy that keeps each shard's gateway session in the database (`createGatewaySessions().wsOptions`). */
+  readonly sessions?: Pick<WebSocketOptions, 'buildStrategy'>;
+}
+
+/** Herald's discord.js client for `config`: its intents, partials and shards; not logged in yet. */
 export function createDiscordClient(
   config: Pick<Config, 'discord' | 'shards'>,
-  ws: WebSocketOptions = {},
+  options: DiscordClientOptions = {},
 ): Client {
   return new Client({
     // MessageContent is privileged: enable it for the application in the Discord developer portal.
@@ -26,7 +32,12 @@ export function createDiscordClient(
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
     // Explicit, so that discord.js never picks SHARD_COUNT up from the environment on its own.
     ...clientShardOptions(config.shards),
-    ws,
+    ws: {
+      // Other processes running shards of this bot IDENTIFY in the same buckets: the slots are taken in the database.
+      ...identifyThrottlerOptions(config.shards, options.identify),
+      // Each shard's session in the database, so that a restart RESUMEs.
+      ...options.sessions,
+    },
   });
 }
 
