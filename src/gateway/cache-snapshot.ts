@@ -111,7 +111,7 @@ function rawGuild(guild: Guild): RawObject {
     features: guild.features,
     member_count: guild.memberCount,
     large: guild.large,
-    joined_at: guild.joinedAt?.toISOString() ?? null,
+    joined_at: iso(guild.joinedTimestamp),
     unavailable: false,
     roles: [...guild.roles.cache.values()].map(rawRole),
     channels: channels.filter((channel) => !THREAD_TYPES.has(channel.type)).map(rawChannel),
@@ -168,7 +168,7 @@ function rawChannel(channel: GuildBasedChannel): RawObject {
       archived: channel.archived ?? false,
       locked: channel.locked ?? false,
       auto_archive_duration: channel.autoArchiveDuration,
-      archive_timestamp: channel.archivedAt?.toISOString() ?? new Date(0).toISOString(),
+      archive_timestamp: iso(channel.archiveTimestamp) ?? new Date(0).toISOString(),
     };
   }
   return raw;
@@ -180,11 +180,11 @@ function rawMember(member: GuildMember): RawObject {
     nick: member.nickname,
     avatar: member.avatar,
     roles: [...member.roles.cache.keys()].filter((id) => id !== member.guild.id),
-    joined_at: member.joinedAt?.toISOString() ?? null,
+    joined_at: iso(member.joinedTimestamp),
     deaf: member.voice.serverDeaf ?? false,
     mute: member.voice.serverMute ?? false,
     pending: member.pending,
-    communication_disabled_until: member.communicationDisabledUntil?.toISOString() ?? null,
+    communication_disabled_until: iso(member.communicationDisabledUntilTimestamp),
     flags: member.flags.bitfield,
   };
 }
@@ -201,7 +201,11 @@ function rawVoiceState(state: VoiceState): RawObject {
     self_video: state.selfVideo ?? false,
     self_stream: state.streaming ?? false,
     suppress: state.suppress,
-    request_to_speak_timestamp:
-      state.requestToSpeakTimestamp === null ? null : new Date(state.requestToSpeakTimestamp).toISOString(),
+    request_to_speak_timestamp: iso(state.requestToSpeakTimestamp),
   };
+}
+
+/** An epoch-milliseconds time as the gateway writes it, or null when discord.js has none (or not a number). */
+function iso(ms: number | null | undefined): string | null {
+  return typeof ms === 'number' && Number.isFinite(ms) ? new Date(ms).toISOString() : null;
 }
