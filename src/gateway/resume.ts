@@ -17,13 +17,39 @@ export function restoreOnResume(
   logger: Logger,
   beforeReady: (shardId: number) => Promise<void>,
 ): void {
+  // discord.js handles a replayed GUILD_CREATE or GUILD_DELETE at once, even before it is ready: before the
+  // snapshot is back. A server joined meanwhile is then already cached (the snapshot must not overwrite it), and a
+  // server left meanwhile was not: it is deleted again once the snapshot is back. Only ids are kept.
+  const early = new Map<number, { created: Set<string>; deleted: Set<string> }>();
+  client.on(
+    Events.Raw,
+    (packet: { t?: string; d?: { id?: string; unavailable?: boolean } }, shardId: number) => {
+      if (client.isReady() || (packet.t !== 'GUILD_CREATE' && packet.t !== 'GUILD_DELETE') || !packet.d?.id)
+        return;
+      const seen = early.get(shardId) ?? { created: new Set<string>(), deleted: new Set<string>() };
+      early.set(shardId, seen);
+      if (packet.t === 'GUILD_CREATE') seen.created.add(packet.d.id);
+      else if (!packet.d.unavailable) seen.deleted.add(packet.d.id);
+    },
+  );
+  // A shard that identified has its cache from READY: nothing to correct.
+  client.on(Events.ShardReady, (shardId) => early.delete(shardId));
   client.on(Events.ShardResume, async (shardId, replayed) => {
     const cache = keeper.takeCache(shardId);
+    const seen = early.get(shardId);
+    early.delete(shardId);
     // A resume within this process (a dropped connection): discord.js's cache is whole.
     if (cache === undefined || client.isReady()) return;
     try {
       const snapshot = JSON.parse(cache) as CacheSnapshot;
-      restoreShard(client, shardId, snapshot);
+      restoreShard(client, shardId, {
+        ...snapshot,
+        guilds: snapshot.guilds.filter((guild) => !seen?.created.has(String(guild.id))),
+      });
+      // discord.js's own GUILD_DELETE action: the server and its channels leave the cache, GuildDelete is emitted.
+      const actions = (client as unknown as { actions: { GuildDelete: { handle(d: { id: string }): void } } })
+        .actions;
+      for (const id of seen?.deleted ?? []) actions.GuildDelete.handle({ id });
       logger.info('resumed the gateway session after a restart', {
         shardId,
         servers: snapshot.guilds.length,

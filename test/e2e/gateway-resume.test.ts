@@ -86,4 +86,28 @@ describe('a restart resumes the gateway session', () => {
     await vi.waitFor(() => expect(asked(w, 'Posted after the new session.')).toBe(1), { timeout: 15_000 });
     expect(asked(w, 'Read before the restart.')).toBe(1);
   });
+
+  it('a server Herald left while away is forgotten, one it joined is kept: the snapshot does not bring back the past', async () => {
+    const w = await createWorld();
+    worlds.push(w);
+    const leaving = w.discord.createGuild({ name: 'Left while away' });
+    leaving.addTextChannel('chat');
+    await vi.waitFor(() => expect(w.herald().client.guilds.cache.has(leaving.id)).toBe(true));
+    const before = w.discord.gatewayCounts(0);
+    let joined: string | undefined;
+
+    await w.restart({}, () => {
+      leaving.removeBot();
+      const guild = w.discord.createGuild({ name: 'Joined while away' });
+      guild.addTextChannel('chat');
+      joined = guild.id;
+    });
+
+    expect(w.discord.gatewayCounts(0).resumes).toBe(before.resumes + 1);
+    const cached = w.herald().client.guilds.cache;
+    expect(cached.has(leaving.id)).toBe(false);
+    // Its channel came after its GUILD_CREATE: replayed, and handled once discord.js is ready.
+    await vi.waitFor(() => expect(cached.get(joined ?? '')?.channels.cache.size).toBe(1));
+    expect(cached.get(w.guild.id)?.channels.cache.get(w.lounge.id)?.name).toBe('Lounge');
+  });
 });
