@@ -5,7 +5,10 @@
  * and a queue of three sentences; while they speak, Herald is stopped — a planned restart (SIGTERM, then start),
  * then a crash (`kill -9` of the process or the manager, then start) — and the bench times, for each server, how
  * long until Herald is back in its voice channel and until its queue goes on (the first voice frame after the
- * start). Also the idle memory of each footing, its start → ready, and the gateway sessions opened. The emulated
+ * start), and how much of that was the stop (a planned one plays out what is paid) and the new start. Also the idle
+ * memory of each footing, its start → ready, and the IDENTIFYs and RESUMEs the restart sent: a planned stop keeps
+ * each shard's session (docs/gateway-sessions.md), so a planned restart should RESUME every shard and IDENTIFY none.
+ * (`kill -9` of the manager stops its shards as planned: they follow it when its IPC channel closes.) The emulated
  * Discord allows one IDENTIFY per 5 s (`max_concurrency` 1, as for most bots). Prints a table, writes
  * bench/results/restart-<date>-<commit>.json.
  */
