@@ -3,6 +3,9 @@ import type { Logger } from '../log.ts';
 import { type CacheSnapshot, restoreShard } from './cache-snapshot.ts';
 import type { SessionKeeper } from './sessions.ts';
 
+/** How long a resumed shard's held-back events wait for its voice channels to be rejoined, at the most. */
+export const BEFORE_READY_MAX_MS = 5_000;
+
 /**
  * After a restart a shard that RESUMEd gets no READY and no GUILD_CREATE: discord.js's cache of its servers stays
  * empty, and discord.js itself never turns ready (it holds every other event back until then). So on the RESUMED of
@@ -58,8 +61,18 @@ export function restoreOnResume(
     } catch (error) {
       logger.error('could not restore the cache kept for a resumed session', { shardId, err: error });
     }
-    // Never rejects (the caller logs its own failures); the held-back events wait for it.
-    await beforeReady(shardId);
+    // Never rejects (the caller logs its own failures). The held-back events wait for it, but not for ever: a TTS
+    // service slow to list its voices must not keep a whole shard deaf.
+    let timer: NodeJS.Timeout | undefined;
+    const waited = await Promise.race([
+      beforeReady(shardId).then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), BEFORE_READY_MAX_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!waited)
+      logger.warn('voice channels still being rejoined; handling the replayed events meanwhile', { shardId });
     // As after a READY: the shard turned ready (a sharding manager waits for this, through ShardClientUtil).
     client.emit(Events.ShardReady, shardId, undefined);
     // discord.js turns ready when every shard is; this one's status is Ready since the RESUMED.
