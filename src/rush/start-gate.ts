@@ -5,8 +5,8 @@
  * already playing (a timer every 20 ms). When hundreds of members ask at once and every start runs at once, those
  * pieces queue in front of the audio cycle, every playing stream's packets leave late, and every start finishes
  * late too, all together at the end of the rush. Through the gate, starts begin in the order they were asked, each
- * only after a probe timer fired on time (the loop is not behind), and at most {@link StartGateOptions.maxRunning}
- * are under way at once: the loop keeps room for the audio cycle and the interactions, and the first members to ask
+ * only after a probe timer fired on time (the loop is not behind; but at least one every
+ * {@link StartGateOptions.maxHoldMs}), and at most {@link StartGateOptions.maxRunning} are under way at once: the loop keeps room for the audio cycle and the interactions, and the first members to ask
  * hear their first word first.
  */
 
@@ -37,6 +37,12 @@ export interface StartGateOptions {
    * measures again; default 10 (half of an audio cycle).
    */
   readonly maxLagMs?: number;
+  /**
+   * However late the probes fire, one start is let through at least this often (ms) while starts wait; default
+   * 100. A probe is also late when the machine gives the process no core (other work, a noisy neighbour), which
+   * no waiting here would cure: without a floor, starts could wait as long as that lasts.
+   */
+  readonly maxHoldMs?: number;
   /** Clock in ms; `performance.now` by default. */
   readonly now?: () => number;
 }
@@ -45,6 +51,7 @@ export interface StartGateOptions {
 export const DEFAULT_MAX_RUNNING = 64;
 const DEFAULT_PROBE_MS = 5;
 const DEFAULT_MAX_LAG_MS = 10;
+const DEFAULT_MAX_HOLD_MS = 100;
 
 interface Waiter {
   readonly resolve: (release: Release) => void;
@@ -58,14 +65,18 @@ export function createStartGate(options: StartGateOptions = {}): StartGate {
   const maxRunning = options.maxRunning ?? DEFAULT_MAX_RUNNING;
   const probeMs = options.probeMs ?? DEFAULT_PROBE_MS;
   const maxLagMs = options.maxLagMs ?? DEFAULT_MAX_LAG_MS;
+  const maxHoldMs = options.maxHoldMs ?? DEFAULT_MAX_HOLD_MS;
   const now = options.now ?? (() => performance.now());
   const waiters: Waiter[] = [];
   let running = 0;
+  /** When a start was last let through (or the first began to wait): the floor of `maxHoldMs` counts from it. */
+  let lastThrough = Number.NEGATIVE_INFINITY;
   let probe: NodeJS.Timeout | undefined;
 
   const letThrough = (waiter: Waiter): void => {
     waiter.signal?.removeEventListener('abort', waiter.onAbort);
     running++;
+    lastThrough = now();
     let held = true;
     waiter.resolve(() => {
       if (!held) return;
@@ -82,7 +93,8 @@ export function createStartGate(options: StartGateOptions = {}): StartGate {
     probe = setTimeout(() => {
       probe = undefined;
       const next = waiters[0];
-      if (next && running < maxRunning && now() - firesAt <= maxLagMs) {
+      const onTime = now() - firesAt <= maxLagMs;
+      if (next && running < maxRunning && (onTime || now() - lastThrough >= maxHoldMs)) {
         waiters.shift();
         letThrough(next);
       }
@@ -114,6 +126,7 @@ export function createStartGate(options: StartGateOptions = {}): StartGate {
           return;
         }
         signal?.addEventListener('abort', waiter.onAbort, { once: true });
+        if (waiters.length === 0) lastThrough = Math.max(lastThrough, now());
         waiters.push(waiter);
         schedule();
       });

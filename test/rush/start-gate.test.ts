@@ -4,8 +4,8 @@ import { createStartGate, type Release } from '../../src/rush/index.ts';
 
 /** How late the gate's clock says each probe fired (ms): the test plays a busy event loop with it. */
 let lagMs = 0;
-const gateWith = (options: { maxRunning?: number; maxLagMs?: number } = {}) =>
-  createStartGate({ probeMs: 5, maxLagMs: 10, ...options, now: () => Date.now() + lagMs });
+const gateWith = (options: { maxRunning?: number; maxLagMs?: number; maxHoldMs?: number } = {}) =>
+  createStartGate({ probeMs: 5, maxLagMs: 10, maxHoldMs: 1_000, ...options, now: () => Date.now() + lagMs });
 
 /** Enters `count` starts in order; `through` lists the indexes let through, in the order they were. */
 function enterMany(gate: ReturnType<typeof createStartGate>, count: number) {
@@ -66,6 +66,25 @@ describe('createStartGate', () => {
     expect(gate.waiting).toBe(2);
     await vi.advanceTimersByTimeAsync(5);
     await vi.advanceTimersByTimeAsync(5);
+    expect(through).toEqual([0, 1, 2]);
+  });
+
+  it('still lets one through every maxHoldMs when every probe is late (a machine that gives it no core)', async () => {
+    const gate = gateWith({ maxHoldMs: 100 });
+    const { through } = enterMany(gate, 4);
+    await vi.advanceTimersByTimeAsync(0);
+    // Every probe 11 ms late: the gate's clock moves 16 ms a probe, so the floor lets one through every 7 probes.
+    const lateProbes = async (count: number) => {
+      for (let i = 0; i < count; i++) {
+        lagMs += 11;
+        await vi.advanceTimersByTimeAsync(5);
+      }
+    };
+    await lateProbes(6);
+    expect(through).toEqual([0]);
+    await lateProbes(4);
+    expect(through).toEqual([0, 1]);
+    await lateProbes(7);
     expect(through).toEqual([0, 1, 2]);
   });
 
