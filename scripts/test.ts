@@ -45,7 +45,15 @@ if (code === 0) {
   // Types are checked beside the tests rather than before them (about 15 s sooner); a type error fails the run the
   // same, and stops the tests.
   const types = run('npm', ['run', '--silent', 'typecheck'], true);
-  const tests = run(vitest, ['run', '--project', 'unit', '--project', 'e2e']);
+  const tests = run(vitest, [
+    'run',
+    '--project',
+    'unit',
+    '--project',
+    'unit-own-modules',
+    '--project',
+    'e2e',
+  ]);
   const typed = await types;
   if (typed.code !== 0) {
     process.stdout.write(typed.output);
