@@ -28,6 +28,7 @@ import { type Herald, startHerald } from '../src/herald.ts';
 import { createLogger } from '../src/log.ts';
 import { openDatabase } from '../src/storage/index.ts';
 import { type Action, BadRequest, listenForPage } from './http.ts';
+import { createModeration } from './moderation.ts';
 import { createEmulatedServicePanel, createRealServicePanel } from './service.ts';
 import { forwardVoice } from './voice.ts';
 import { createSandboxGuild, createTimelines, type SandboxGuild } from './world.ts';
@@ -185,15 +186,23 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     if (!member) throw new BadRequest('unknown member');
     return member;
   };
+  /** A channel of the page's; `voice` also finds the stage (joined as a voice channel is). */
   const channelById = (id: unknown, type?: 'text' | 'voice'): Channel => {
-    const channel = channels.find((c) => c.id === id && (type === undefined || c.type === type));
+    const kindOf = (c: Channel) => (c.type === 'stage' ? 'voice' : c.type);
+    const channel = channels.find((c) => c.id === id && (type === undefined || kindOf(c) === type));
     if (!channel) throw new BadRequest('unknown channel');
     return channel;
   };
 
+  const moderation = createModeration(world.guild, [world.admin], () => scheduleState());
   const state = () => ({
     guild: { id: world.guild.id, name: world.guild.name },
-    bot: { id: discord.botUserId, name: 'Herald', voiceChannelId: world.guild.botVoiceChannelId() },
+    bot: {
+      id: discord.botUserId,
+      name: 'Herald',
+      voiceChannelId: world.guild.botVoiceChannelId(),
+      ...moderation.view(),
+    },
     members: world.members.map((m) => ({
       id: m.id,
       name: m.name,
@@ -304,6 +313,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       scheduleState();
       return {};
     },
+    moderate: moderation.moderate,
     service: (body) => {
       service.act(body);
       scheduleState();

@@ -21,26 +21,33 @@ export interface SandboxGuild {
   /** The channel Herald reads aloud from the start. */
   readonly general: Channel;
   readonly textChannels: readonly Channel[];
+  /** The Lounge and Gaming voice channels, and the Town Hall stage. */
   readonly voiceChannels: readonly Channel[];
   /** Ada (Manage Server, the operator), Bob (a plain member), Cleo (not in voice). */
   readonly members: readonly (Member & { readonly role: 'admin' | 'member' })[];
   readonly admin: Member;
 }
 
-/** Builds the sandbox server: #general and #random, the Lounge and Gaming voice channels, three members. */
+/**
+ * Builds the sandbox server: #general and #random, the Lounge and Gaming voice channels, the Town Hall stage (where
+ * Herald is no stage moderator: it asks to speak), three members.
+ */
 export function createSandboxGuild(discord: DiscordEmulator): SandboxGuild {
   const guild = discord.createGuild({ name: 'Herald Sandbox' });
   const general = guild.addTextChannel('general');
   const textChannels = [general, guild.addTextChannel('random')];
   const lounge = guild.addVoiceChannel('Lounge');
-  const voiceChannels = [lounge, guild.addVoiceChannel('Gaming')];
+  const voiceChannels = [lounge, guild.addVoiceChannel('Gaming'), guild.addStageChannel('Town Hall')];
   const admin = guild.addMember({ name: 'Ada Admin', permissions: PermissionFlagsBits.ManageGuild });
   const member = guild.addMember({ name: 'Bob Member' });
   const away = guild.addMember({ name: 'Cleo Away' });
   guild.joinVoice(admin, lounge);
   guild.joinVoice(member, lounge);
-  // Invited as the README asks: with Send Voice Messages too, so `/speak voice-message:True` works here.
-  guild.setBotPermissions(DEFAULT_BOT_PERMISSIONS | PermissionFlagsBits.SendVoiceMessages);
+  // Invited as the README asks: with Send Voice Messages too, so `/speak voice-message:True` works here, and
+  // Request to Speak (which Discord's @everyone has by default), so that on the stage Herald raises its hand.
+  guild.setBotPermissions(
+    DEFAULT_BOT_PERMISSIONS | PermissionFlagsBits.SendVoiceMessages | PermissionFlagsBits.RequestToSpeak,
+  );
   return {
     guild,
     general,

@@ -76,7 +76,11 @@ export const DEFAULT_SHUTDOWN_DRAIN_MS = 5_000;
  * and logs in. The only place that knows how the parts fit together.
  */
 export async function startHerald(config: Config, options: HeraldOptions): Promise<Herald> {
-  const client = createDiscordClient(config);
+  // Storage: one database (a SQLite file, or PostgreSQL shared with Herald's other processes), held for these shards.
+  const db = openDatabase(config.database);
+  const client = createDiscordClient(config, {
+    identify: { db, logger: options.logger.child({ component: 'identify' }) },
+  });
   // Every line carries the shard. The latest warnings and errors are also kept for the status page.
   const problems = keepRecentProblems(options.logger.child({ shard: shardLabel(client) }), {
     secrets: secretsOf(config),
@@ -100,8 +104,6 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   const { events, watch } = observation;
   logger.debug('voice dependencies', { report: generateDependencyReport() });
 
-  // Storage: one database (a SQLite file, or PostgreSQL shared with Herald's other processes), held for these shards.
-  const db = openDatabase(config.database);
   const shards = await claimShards(db, config, {
     logger: child('shards'),
     onLost: () => options.onShardsLost?.(),

@@ -345,6 +345,14 @@ export function createGuilds(ctx: Context) {
         notify();
       },
       botVoiceChannelId: () => guild.voice.get(botUser.id) ?? null,
+      voiceFlags: (member) => {
+        const who = memberOf(member);
+        return {
+          muted: guild.serverMuted?.has(who.id) ?? false,
+          suppressed: guild.suppressed?.has(who.id) ?? false,
+          requestedToSpeak: guild.requestToSpeak?.has(who.id) ?? false,
+        };
+      },
       voiceMembers: (channel) => occupants(guild, channel.id),
     };
   };

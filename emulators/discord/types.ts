@@ -105,6 +105,11 @@ export interface Guild {
   setAfkChannel(channel: Channel | null): void;
   /** The voice channel the bot sits in, as far as the emulator knows. */
   botVoiceChannelId(): string | null;
+  /**
+   * What a moderator sees of a member's (or the bot's) voice state: server-muted, sitting in a stage's audience
+   * (`suppress`), and whether it raised its hand to speak.
+   */
+  voiceFlags(member: Member): { muted: boolean; suppressed: boolean; requestedToSpeak: boolean };
   /** Who sits in `channel` (member ids, the bot included). */
   voiceMembers(channel: Channel): string[];
   /** The bot as a member of this guild. */

@@ -83,6 +83,7 @@ function render() {
   renderChannels();
   renderMessages();
   renderMembers();
+  renderModeration();
   renderService();
   renderSpeaking();
   if ($('command').options.length === 0) renderCommandPicker();
@@ -125,25 +126,24 @@ function renderChannels() {
       ),
   );
   $('voice-channels').replaceChildren(
-    ...state.channels
-      .filter((c) => c.type === 'voice')
-      .map((c) => {
-        const inside = state.members.filter((m) => m.voiceChannelId === c.id);
-        const herald = state.bot.voiceChannelId === c.id;
-        return el(
-          'li',
-          { 'data-voice-channel': c.name },
-          el('div', { class: 'channel' }, `🔊 ${c.name}`),
-          herald
-            ? el(
-                'div',
-                { class: `voice-member${speaking ? ' speaking' : ''}`, id: 'herald-in-voice' },
-                `${speaking ? '🗣' : '🤖'} Herald`,
-              )
-            : null,
-          ...inside.map((m) => el('div', { class: 'voice-member' }, m.name)),
-        );
-      }),
+    ...voiceChannels().map((c) => {
+      const inside = state.members.filter((m) => m.voiceChannelId === c.id);
+      const herald = state.bot.voiceChannelId === c.id;
+      return el(
+        'li',
+        { 'data-voice-channel': c.name },
+        el('div', { class: 'channel' }, `${voiceIcon(c)} ${c.name}`),
+        herald
+          ? el(
+              'div',
+              { class: `voice-member${speaking ? ' speaking' : ''}`, id: 'herald-in-voice' },
+              el('span', { class: 'who' }, `${speaking ? '🗣' : '🤖'} Herald`),
+              ...heraldBadges().map((badge) => el('span', { class: 'badge' }, badge)),
+            )
+          : null,
+        ...inside.map((m) => el('div', { class: 'voice-member' }, m.name)),
+      );
+    }),
   );
   $('channel-title').textContent = `# ${channelName(channelId)}`;
   $('message-input').placeholder = `Message #${channelName(channelId)} as ${nameOf(me)}`;
@@ -286,8 +286,57 @@ function markdown(text) {
   return nodes;
 }
 
+/** Voice channels and the stage, as Discord lists them together. */
+const voiceChannels = () => state.channels.filter((c) => c.type === 'voice' || c.type === 'stage');
+const voiceIcon = (channel) => (channel.type === 'stage' ? '🎙' : '🔊');
+
+/** What Discord's client shows beside Herald's name: a moderator's mute, a stage's audience, a raised hand. */
+function heraldBadges() {
+  const bot = state.bot;
+  return [
+    bot.muted ? '🔇 server-muted' : null,
+    bot.suppressed ? (bot.requestedToSpeak ? '✋ asked to speak' : 'in the audience') : null,
+  ].filter(Boolean);
+}
+
+/** A moderator's hand on Herald: mute or unmute it, invite it to speak on the stage (the admin only). */
+function renderModeration() {
+  const bot = state.bot;
+  const moderator = myMember()?.role === 'admin';
+  const act = (what) => () => post('moderate', { as: me, act: what }).catch(report);
+  $('moderation').replaceChildren(
+    el('h3', {}, 'Moderate Herald'),
+    el(
+      'p',
+      { class: 'muted' },
+      moderator ? 'As a moderator of this server:' : 'Moderators only: choose Ada Admin at the top.',
+    ),
+    el(
+      'button',
+      {
+        type: 'button',
+        id: 'mute-herald',
+        // Discord server-mutes only a member in a voice channel.
+        disabled: !moderator || !bot.voiceChannelId,
+        onclick: act(bot.muted ? 'unmute' : 'mute'),
+      },
+      bot.muted ? '🔊 Unmute Herald' : '🔇 Server-mute Herald',
+    ),
+    el(
+      'button',
+      {
+        type: 'button',
+        id: 'invite-herald',
+        disabled: !moderator || !bot.suppressed,
+        onclick: act('invite'),
+      },
+      '🎙 Invite Herald to speak',
+    ),
+  );
+}
+
 function renderMembers() {
-  const voiceChannels = state.channels.filter((c) => c.type === 'voice');
+  const channels = voiceChannels();
   const everyone = [
     ...state.members,
     { id: state.bot.id, name: state.bot.name, role: 'app', voiceChannelId: state.bot.voiceChannelId },
@@ -309,8 +358,8 @@ function renderMembers() {
                 post('move', { memberId: m.id, channelId: event.target.value || null }).catch(report),
             },
             el('option', { value: '', selected: m.voiceChannelId === null }, 'not in voice'),
-            ...voiceChannels.map((c) =>
-              el('option', { value: c.id, selected: m.voiceChannelId === c.id }, `🔊 ${c.name}`),
+            ...channels.map((c) =>
+              el('option', { value: c.id, selected: m.voiceChannelId === c.id }, `${voiceIcon(c)} ${c.name}`),
             ),
           ),
         ),
@@ -490,7 +539,7 @@ function renderSpeaking() {
   const herald = $('herald-in-voice');
   if (herald) {
     herald.className = `voice-member${speaking ? ' speaking' : ''}`;
-    herald.textContent = `${speaking ? '🗣' : '🤖'} Herald`;
+    herald.querySelector('.who').textContent = `${speaking ? '🗣' : '🤖'} Herald`;
   }
 }
 

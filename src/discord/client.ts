@@ -1,10 +1,20 @@
 import { Client, GatewayIntentBits, Partials } from 'discord.js';
 import type { Config } from '../config.ts';
+import { type IdentifyDependencies, identifyThrottlerOptions } from '../gateway/index.ts';
 import { clientShardOptions } from '../shard/client.ts';
 import { NO_MENTIONS } from './replies.ts';
 
+/** What the client is built with beside the configuration. */
+export interface DiscordClientOptions {
+  /** The database and logger of an IDENTIFY throttler shared with the bot's other processes (when it has some). */
+  readonly identify?: IdentifyDependencies;
+}
+
 /** Herald's discord.js client for `config`: its intents, partials and shards; not logged in yet. */
-export function createDiscordClient(config: Pick<Config, 'discord' | 'shards'>): Client {
+export function createDiscordClient(
+  config: Pick<Config, 'discord' | 'shards'>,
+  options: DiscordClientOptions = {},
+): Client {
   return new Client({
     // MessageContent is privileged: enable it for the application in the Discord developer portal.
     intents: [
@@ -20,6 +30,10 @@ export function createDiscordClient(config: Pick<Config, 'discord' | 'shards'>):
     ...(config.discord.restUrl ? { rest: { api: config.discord.restUrl } } : {}),
     // Explicit, so that discord.js never picks SHARD_COUNT up from the environment on its own.
     ...clientShardOptions(config.shards),
+    ws: {
+      // Other processes running shards of this bot IDENTIFY in the same buckets: the slots are taken in the database.
+      ...identifyThrottlerOptions(config.shards, options.identify),
+    },
   });
 }
 

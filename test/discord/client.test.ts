@@ -1,7 +1,9 @@
 import { GatewayIntentBits, IntentsBitField, Partials } from 'discord.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDiscordClient, shardLabel } from '../../src/discord/client.ts';
+import { silentLogger } from '../../src/log.ts';
 import { ONE_SHARD } from '../../src/shard/config.ts';
+import { openDatabase } from '../../src/storage/index.ts';
 
 const clients: { destroy(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -37,6 +39,29 @@ describe('createDiscordClient', () => {
     expect(client.options.shardCount).toBe(16);
     expect(client.options.rest?.api).toBe('http://127.0.0.1:9/api');
     expect(shardLabel(client)).toBe('8,9');
+  });
+
+  it('identifies through the database when other processes run shards of the bot, else as discord.js does', async () => {
+    const db = openDatabase({ kind: 'sqlite', path: ':memory:' });
+    try {
+      const identify = { db, logger: silentLogger };
+      const some = createDiscordClient(
+        {
+          discord: { token: 'x', applicationId: '1', restUrl: undefined },
+          shards: { count: 4, ids: [3], managed: true },
+        },
+        { identify },
+      );
+      const every = createDiscordClient(
+        { discord: { token: 'x', applicationId: '1', restUrl: undefined }, shards: ONE_SHARD },
+        { identify },
+      );
+      clients.push(some, every);
+      expect(some.options.ws?.buildIdentifyThrottler).toBeTypeOf('function');
+      expect(every.options.ws?.buildIdentifyThrottler).toBeUndefined();
+    } finally {
+      await db.close();
+    }
   });
 
   it('labels one shard by its id, and an unsharded client 0', () => {

@@ -206,6 +206,52 @@ describe('the sandbox page', () => {
     expect(Math.abs(decodedSecs * 1000 - expectedDurationMs(text))).toBeLessThan(50);
   });
 
+  it('lets a moderator server-mute Herald mid-queue (nothing paid) and unmute it (heard); on the stage Herald asks to speak and is heard once invited', async () => {
+    const requests = () => sandbox.ttsEmulator?.requests.filter((r) => r.method === 'POST').length ?? 0;
+    await be('Bob Member');
+    // Discord server-mutes only a member in voice: Herald speaks first.
+    const before = (await timelineCount()) + 1;
+    await slash('speak', { text: 'ready' });
+    await heard(before);
+    expect(await page.locator('#mute-herald').isDisabled()).toBe(true);
+    await be('Ada Admin');
+    await page.click('#mute-herald');
+    await page.locator('#mute-herald', { hasText: 'Unmute Herald' }).waitFor();
+    await be('Bob Member');
+    const paid = requests();
+    await slash('speak', { text: 'said while muted' });
+    await lastMessage('Bob Member used /speak text: said while muted');
+    await page.locator('#herald-in-voice .badge', { hasText: 'server-muted' }).waitFor();
+    await lastMessage('A moderator server-muted me');
+    expect(requests()).toBe(paid);
+    await be('Ada Admin');
+    await page.click('#mute-herald');
+    await page.locator('#herald-in-voice .badge').waitFor({ state: 'detached' });
+    await be('Bob Member');
+    expect((await heard(before + 1)).ms).toBeGreaterThan(0);
+    expect(await page.locator('#timeline li').first().innerText()).toContain('said while muted');
+
+    // The stage: Herald joins its audience, raises its hand, is paid nothing until Ada invites it to speak.
+    await slash('leave');
+    await page.locator('#herald-in-voice').waitFor({ state: 'detached' });
+    await page.selectOption('[aria-label="Voice channel of Bob Member"]', { label: '🎙 Town Hall' });
+    await page.locator('[data-voice-channel="Town Hall"]', { hasText: 'Bob Member' }).waitFor();
+    const onStage = requests();
+    await slash('speak', { text: 'hello from the stage' });
+    await lastMessage('a stage moderator must invite me');
+    await page
+      .locator('[data-voice-channel="Town Hall"] #herald-in-voice .badge', { hasText: 'asked to speak' })
+      .waitFor();
+    expect(requests()).toBe(onStage);
+    await be('Ada Admin');
+    await page.click('#invite-herald');
+    await be('Bob Member');
+    await heard(before + 2);
+    expect(await page.locator('#timeline li').first().innerText()).toContain('hello from the stage');
+    expect(requests()).toBe(onStage + 1);
+    await page.selectOption('[aria-label="Voice channel of Bob Member"]', { label: '🔊 Lounge' });
+  });
+
   it('refuses /speak with the budget sentence once the balance is drained below the floor, and charges nothing', async () => {
     const charged = sandbox.ttsEmulator?.totalChargedUsd();
     await page.click('#drain');

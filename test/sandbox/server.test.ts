@@ -85,4 +85,25 @@ describe('the sandbox with a real TTS service configured', () => {
     });
     expect(form.status).toBe(405);
   });
+
+  it('lets only a moderator mute Herald, only in voice, and invite it only from a stage’s audience', async () => {
+    const { bot } = JSON.parse((await api('state')).text);
+    const bob = sandbox.world.members.find((m) => m.name === 'Bob Member');
+    const ada = sandbox.world.admin;
+    const guild = sandbox.world.guild;
+    expect(guild.botVoiceChannelId()).not.toBeNull();
+    const asBob = await api('moderate', { as: bob?.id, act: 'mute' });
+    expect(asBob).toEqual({ status: 400, text: expect.stringContaining('Only a moderator') });
+    expect(guild.voiceFlags(guild.bot).muted).toBe(false);
+    expect((await api('moderate', { as: ada.id, act: 'invite' })).text).toContain('not in a stage');
+    expect((await api('moderate', { as: ada.id, act: 'mute' })).status).toBe(200);
+    expect(JSON.parse((await api('state')).text).bot).toEqual({ ...bot, muted: true });
+    expect((await api('moderate', { as: ada.id, act: 'unmute' })).status).toBe(200);
+    await api('slash', { as: ada.id, channelId: sandbox.world.general.id, command: 'leave' });
+    for (let i = 0; i < 100 && guild.botVoiceChannelId() !== null; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    expect((await api('moderate', { as: ada.id, act: 'mute' })).text).toContain(
+      'only a member in a voice channel',
+    );
+  });
 });
