@@ -34,18 +34,22 @@ const unit = {
 const OWN_MODULES = ['test/audio/resource.test.ts'];
 
 /**
- * End-to-end files run by `npm test` in the soak's lane (see the project `e2e-beside`), chosen so that both lanes end
- * about together: the soak (about 190 s) and these about 290 s, against lint, types, the unit files and the other
- * end-to-end files in the first lane (per-file durations: vitest's results.json after a run). Herald's processes
- * killed and restarted (shards, crash, shard-stop), and three files that assert outcomes rather than audio timing.
+ * End-to-end files run by `npm test` in the soak's lane, chosen so that both lanes end about together (per-file
+ * durations: vitest's results.json after a run). The soak (about 190 s) runs beside the unit files (about 80 s) and
+ * then these files (about 100 s, project `e2e-while-soak`): three that assert outcomes rather than audio timing.
  */
-const BESIDE_THE_SOAK = [
+const WHILE_THE_SOAK = ['test/e2e/uncached.test.ts', 'test/e2e/members.test.ts', 'test/e2e/ops.test.ts'];
+
+/**
+ * End-to-end files run by `npm test` in the soak's lane once the soak is done (project `e2e-after-soak`): Herald's
+ * processes started, killed and restarted, about 250 s, against lint, types and the other end-to-end files in the
+ * first lane.
+ */
+const AFTER_THE_SOAK = [
   'test/e2e/shards.test.ts',
   'test/e2e/crash.test.ts',
   'test/e2e/shard-stop.test.ts',
-  'test/e2e/uncached.test.ts',
-  'test/e2e/members.test.ts',
-  'test/e2e/ops.test.ts',
+  'test/e2e/process.test.ts',
 ];
 
 export default defineConfig({
@@ -83,23 +87,30 @@ export default defineConfig({
           name: 'e2e',
           // The sandbox's page tests drive a real Chromium against Herald and both emulators: end to end too.
           include: ['test/e2e/**/*.test.ts', 'test/sandbox/page.test.ts', 'test/sandbox/server.test.ts'],
-          exclude: BESIDE_THE_SOAK,
+          exclude: [...WHILE_THE_SOAK, ...AFTER_THE_SOAK],
           ...endToEnd,
         },
       },
       {
         test: {
-          // End-to-end files in the soak's vitest process once the soak is done (see BESIDE_THE_SOAK): `npm test` then
-          // runs two files at a time, one in each lane.
-          name: 'e2e-beside',
-          include: BESIDE_THE_SOAK,
+          // See WHILE_THE_SOAK: `npm test` runs them after the unit files, in their vitest process, beside the soak.
+          name: 'e2e-while-soak',
+          include: WHILE_THE_SOAK,
+          ...endToEnd,
+        },
+      },
+      {
+        test: {
+          // See AFTER_THE_SOAK: `npm test` runs them in a vitest process of their own once the soak is done.
+          name: 'e2e-after-soak',
+          include: AFTER_THE_SOAK,
           ...endToEnd,
         },
       },
       {
         test: {
           // Three minutes of `npm run soak` (Herald as its own process). `npm test` (scripts/test.ts) runs it in a
-          // vitest process of its own, beside the file-serial e2e project: inside one run it would go first.
+          // vitest process of its own, beside the file-serial e2e projects: inside one run it would go first.
           name: 'soak',
           include: ['test/soak/**/*.test.ts'],
           testTimeout: 330_000,

@@ -1,11 +1,11 @@
 /**
- * `npm test`: lint, then the type check beside every vitest project, in two lanes. The second lane starts at once: the
- * three-minute soak and, beside it in a vitest process of their own, the unit files; then the end-to-end files of
- * project `e2e-beside` (chosen in vitest.config.ts so the lanes end together). The first lane runs the other
- * end-to-end files. (Vitest runs a file-serial project after every other project's files, so inside one vitest run the
- * soak could never overlap the end-to-end files.) The end-to-end suite thus runs in two lanes of one file at a time
- * rather than one. The second lane's output is printed when it ends, so the runs' lines do not interleave. With
- * arguments (`npm test -- test/foo.test.ts`) this is just `vitest run` with them.
+ * `npm test`: lint, then the type check beside every vitest project, in two lanes, each running end-to-end files one
+ * at a time. The first lane runs project `e2e`. The second starts at once: the three-minute soak, and beside it in a
+ * vitest process of their own the unit files, then project `e2e-while-soak`; then project `e2e-after-soak` (the lists
+ * in vitest.config.ts are chosen so the lanes end together). Vitest runs a file-serial project after every other
+ * project's files, so inside one vitest run the soak could never overlap an end-to-end file. The second lane's output
+ * is printed when it ends, so the runs' lines do not interleave. With arguments (`npm test -- test/foo.test.ts`) this
+ * is just `vitest run` with them.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -34,14 +34,17 @@ function run(command: string, commandArgs: readonly string[], quiet = false) {
 }
 
 const vitest = join(import.meta.dirname, '..', 'node_modules', '.bin', 'vitest');
+/** `--project` arguments of vitest. */
+const projects = (...names: string[]) => names.flatMap((name) => ['--project', name]);
 
 if (args.length > 0) {
   process.exit((await run(vitest, ['run', ...args])).code);
 }
 
 /**
- * The second lane: the soak, with the unit files beside it in a vitest process of their own (the soak waits on real
- * time far more than it computes), then the end-to-end files of project `e2e-beside`. Resolves with the exit code and
+ * The second lane: the soak, with the unit files and then the end-to-end files of project `e2e-while-soak` beside it in
+ * a vitest process of their own (the soak waits on real time far more than it computes), then the end-to-end files of
+ * project `e2e-after-soak`. Resolves with the exit code and
  * everything the runs printed; `stop` ends whichever run is going and starts no other.
  */
 function secondLane() {
@@ -54,12 +57,12 @@ function secondLane() {
   const done = (async () => {
     const first = await step(
       run(vitest, ['run', '--project', 'soak'], true),
-      run(vitest, ['run', '--project', 'unit', '--project', 'unit-own-modules'], true),
+      run(vitest, ['run', ...projects('unit', 'unit-own-modules', 'e2e-while-soak')], true),
     );
     const output = first.map((result) => result.output).join('');
     const code = first.find((result) => result.code !== 0)?.code ?? 0;
     if (code !== 0 || stopped) return { code: code || 1, output };
-    const [beside] = await step(run(vitest, ['run', '--project', 'e2e-beside'], true));
+    const [beside] = await step(run(vitest, ['run', '--project', 'e2e-after-soak'], true));
     return { code: beside?.code ?? 1, output: output + (beside?.output ?? '') };
   })();
   return Object.assign(done, {
@@ -91,7 +94,7 @@ if (code !== 0) {
   process.exit(code);
 }
 console.log(
-  '\n── the second lane: the soak and the unit files side by side, then the end-to-end files of project e2e-beside ──',
+  '\n── the second lane: the soak beside the unit files and e2e-while-soak, then e2e-after-soak ──',
 );
 const soaked = await soak;
 process.stdout.write(soaked.output);
