@@ -28,10 +28,17 @@ const unit = {
 };
 
 /**
- * Unit files that must import their modules afresh, in a file of their own (project `unit-own-modules`): the FFmpeg
- * probe of @discordjs/voice (through prism-media) runs once per process, and resource.test.ts watches it happen.
+ * Unit files that must import their modules afresh (project `unit-own-modules`): the FFmpeg probe of @discordjs/voice
+ * (through prism-media) runs once per process, and resource.test.ts watches it happen; and @discordjs/voice's audio
+ * cycle is one per process (its players and the time of its next cycle), which the patch tests below time.
  */
-const OWN_MODULES = ['test/audio/resource.test.ts'];
+const OWN_MODULES = [
+  'test/audio/resource.test.ts',
+  'test/voice/first-frame-patch.test.ts',
+  'test/voice/late-cycle-patch.test.ts',
+  'test/voice/multi-frame-packets-patch.test.ts',
+  'test/voice/prepare-slices-patch.test.ts',
+];
 
 /**
  * End-to-end files run by `npm test` in the soak's lane, chosen so that both lanes end about together (per-file
