@@ -5,7 +5,10 @@
  * and a queue of three sentences; while they speak, Herald is stopped — a planned restart (SIGTERM, then start),
  * then a crash (`kill -9` of the process or the manager, then start) — and the bench times, for each server, how
  * long until Herald is back in its voice channel and until its queue goes on (the first voice frame after the
- * start). Also the idle memory of each footing, its start → ready, and the gateway sessions opened. The emulated
+ * start), and how much of that was the stop (a planned one plays out what is paid) and the new start. Also the idle
+ * memory of each footing, its start → ready, and the IDENTIFYs and RESUMEs the restart sent: a planned stop keeps
+ * each shard's session (docs/gateway-sessions.md), so a planned restart should RESUME every shard and IDENTIFY none.
+ * (`kill -9` of the manager stops its shards as planned: they follow it when its IPC channel closes.) The emulated
  * Discord allows one IDENTIFY per 5 s (`max_concurrency` 1, as for most bots). Prints a table, writes
  * bench/results/restart-<date>-<commit>.json.
  */
@@ -38,6 +41,10 @@ interface Restart {
   /** Per server: stop → Herald back in its voice channel, and stop → its queue's first frame, in ms. */
   readonly backInVoiceMs: number[];
   readonly queueGoesOnMs: number[];
+  /** How long the stop took (a planned one plays out what is paid, at most 5 s), in ms. */
+  readonly stopMs: number;
+  /** Per server: the new start → Herald back in its voice channel, in ms (the restart without the stop). */
+  readonly startToVoiceMs: number[];
   /** What the start sent Discord's gateway, summed over the shards: IDENTIFYs (each one paced 5 s apart) and RESUMEs. */
   readonly identifies: number;
   readonly resumes: number;
@@ -59,7 +66,7 @@ async function main(): Promise<void> {
     );
     for (const [kind, r] of Object.entries(f.restarts)) {
       console.log(
-        `  ${kind.padEnd(7)} back in voice ${ms(r.backInVoiceMs)}; queue goes on ${ms(r.queueGoesOnMs)}; ${r.identifies} IDENTIFY, ${r.resumes} RESUME`,
+        `  ${kind.padEnd(7)} back in voice ${ms(r.backInVoiceMs)}; queue goes on ${ms(r.queueGoesOnMs)}; ${r.identifies} IDENTIFY, ${r.resumes} RESUME (stop ${ms([r.stopMs])}, start → voice ${ms(r.startToVoiceMs)})`,
       );
     }
   }
@@ -107,6 +114,7 @@ async function measure(processes: number): Promise<Footing> {
         await untilGone(discord, servers);
       }
       for (const s of servers) discord.voice(s.guild).clear();
+      const restartedAt = performance.now();
       herald = start();
       const [backInVoiceMs, queueGoesOnMs] = await Promise.all([
         Promise.all(servers.map((s) => untilInVoice(discord, s, stoppedAt))),
@@ -122,6 +130,8 @@ async function measure(processes: number): Promise<Footing> {
       restarts[kind] = {
         backInVoiceMs: backInVoiceMs.map((v) => round(v, 0)),
         queueGoesOnMs: queueGoesOnMs.map((v) => round(v, 0)),
+        stopMs: round(restartedAt - stoppedAt, 0),
+        startToVoiceMs: backInVoiceMs.map((v) => round(v - (restartedAt - stoppedAt), 0)),
         identifies: gatewayTotals(discord).identifies - before.identifies,
         resumes: gatewayTotals(discord).resumes - before.resumes,
       };

@@ -10,6 +10,7 @@ import { createDiscordClient, postInChannel, shardLabel } from './discord/client
 import { listenToDiscord } from './discord/events.ts';
 import { createInteractionHandler } from './discord/interactions.ts';
 import { operatorsOf } from './discord/operators.ts';
+import { createGatewaySessions } from './gateway/index.ts';
 import type { Logger } from './log.ts';
 import { renderPreviewFile } from './members/preview.ts';
 import {
@@ -78,8 +79,11 @@ export const DEFAULT_SHUTDOWN_DRAIN_MS = 5_000;
 export async function startHerald(config: Config, options: HeraldOptions): Promise<Herald> {
   // Storage: one database (a SQLite file, or PostgreSQL shared with Herald's other processes), held for these shards.
   const db = openDatabase(config.database);
+  // Each shard's gateway session is kept in the database: a restart RESUMEs it rather than waiting to IDENTIFY.
+  const gateway = createGatewaySessions();
   const client = createDiscordClient(config, {
     identify: { db, logger: options.logger.child({ component: 'identify' }) },
+    sessions: gateway.wsOptions,
   });
   // Every line carries the shard. The latest warnings and errors are also kept for the status page.
   const problems = keepRecentProblems(options.logger.child({ shard: shardLabel(client) }), {
@@ -192,12 +196,14 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
   );
   listenToDiscord(client, { interaction, voice, autoread, privacy, logger });
   // Once the caches are filled: rejoin the voice channels Herald was in before a restart, and finish their queues.
-  recoverWhenReady(client, {
+  const recoverShard = recoverWhenReady(client, {
     store: stores.voiceState,
     voice,
     speakers: () => tts.speakers(),
     logger: voiceLogger,
   });
+  // A shard that RESUMEs after a restart gets its cache back from the database, then rejoins its voice channels.
+  await gateway.start(client, db, child('gateway'), recoverShard);
 
   const operations = await startOperations({
     config,
@@ -228,6 +234,8 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
       await voice.drainAll(options.shutdownDrainMs ?? DEFAULT_SHUTDOWN_DRAIN_MS);
       await operations.close();
       voice.destroyAll();
+      // Closed resumable (never 1000, which ends the sessions on Discord) and stored: the next start RESUMEs.
+      await gateway.closeResumable();
       await client.destroy();
       await tts.close();
       // Off the gateway first: a process waiting for these shards may start now.

@@ -1,4 +1,4 @@
-import { Client, GatewayIntentBits, Partials } from 'discord.js';
+import { Client, GatewayIntentBits, Partials, type WebSocketOptions } from 'discord.js';
 import type { Config } from '../config.ts';
 import { type IdentifyDependencies, identifyThrottlerOptions } from '../gateway/index.ts';
 import { clientShardOptions } from '../shard/client.ts';
@@ -8,6 +8,8 @@ import { NO_MENTIONS } from './replies.ts';
 export interface DiscordClientOptions {
   /** The database and logger of an IDENTIFY throttler shared with the bot's other processes (when it has some). */
   readonly identify?: IdentifyDependencies;
+  /** The strategy that keeps each shard's gateway session in the database (`createGatewaySessions().wsOptions`). */
+  readonly sessions?: Pick<WebSocketOptions, 'buildStrategy'>;
 }
 
 /** Herald's discord.js client for `config`: its intents, partials and shards; not logged in yet. */
@@ -33,6 +35,8 @@ export function createDiscordClient(
     ws: {
       // Other processes running shards of this bot IDENTIFY in the same buckets: the slots are taken in the database.
       ...identifyThrottlerOptions(config.shards, options.identify),
+      // Each shard's session in the database, so that a restart RESUMEs.
+      ...options.sessions,
     },
   });
 }

@@ -1,7 +1,14 @@
 /**
  * The gateway beyond discord.js's own handling: how this process's shards log in to Discord alongside the bot's
- * other processes.
+ * other processes (a shared IDENTIFY throttle), and each shard's session kept in the database so that a restart
+ * RESUMEs (docs/gateway-sessions.md).
  */
+
+export {
+  createGatewaySessions,
+  type GatewaySessions,
+  resumableShards,
+} from './gateway-sessions.ts';
 export {
   createSharedIdentifyThrottler,
   type GatewayInformationSource,
@@ -20,3 +27,6 @@ export {
   type IdentifySlot,
   type IdentifySlots,
 } from './identify-slots.ts';
+export { DEFAULT_FLUSH_EVERY_MS, DEFAULT_RESUME_WINDOW_MS, type SessionKeeperOptions } from './sessions.ts';
+export type { GatewaySession, GatewaySessionStore, StoredGatewaySession } from './store.ts';
+export { createGatewaySessionStore, whyNotResumable } from './store.ts';

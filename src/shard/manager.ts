@@ -4,6 +4,7 @@ import { AggregatorRegistry } from 'prom-client';
 import { createBudgetGuard, createBudgetStore } from '../budget/index.ts';
 import { prepareShardCacheFolders } from '../cache/index.ts';
 import { type Config, secretsOf } from '../config.ts';
+import { resumableShards } from '../gateway/index.ts';
 import type { Logger } from '../log.ts';
 import {
   keepRecentProblems,
@@ -209,15 +210,45 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   };
 
   // The endpoint is up first, so that /healthz answers while shards start or stand by (/readyz says which).
-  logger.info('starting shards', { count, ids: ids.join(','), spawnDelayMs: delay });
+  // Shards a planned stop left resumable start together: a RESUME waits for no identify slot.
+  const resuming = await resumingShards(config, db, ids, count, logger);
+  logger.info('starting shards', {
+    count,
+    ids: ids.join(','),
+    spawnDelayMs: delay,
+    resuming: resuming.join(','),
+  });
   try {
-    await spawnShards(manager, ids, { delayMs: delay, readyTimeoutMs: options.readyTimeoutMs ?? 60_000 });
+    await spawnShards(manager, ids, {
+      delayMs: delay,
+      readyTimeoutMs: options.readyTimeoutMs ?? 60_000,
+      resuming,
+    });
   } catch (error) {
     await stop();
     throw error;
   }
   logger.info('every shard is ready', { count, ids: ids.join(',') });
   return { manager, count, ids, ops, stop };
+}
+
+/** The shards whose stored gateway session will be RESUMEd; none when the database cannot say. */
+async function resumingShards(
+  config: Config,
+  open: Database | undefined,
+  ids: readonly number[],
+  count: number,
+  logger: Logger,
+): Promise<number[]> {
+  const db = open ?? openDatabase(config.database);
+  try {
+    return await resumableShards(db, ids, count);
+  } catch (error) {
+    logger.warn('could not read the stored gateway sessions; every shard identifies', { err: error });
+    return [];
+  } finally {
+    if (!open) await db.close();
+  }
 }
 
 /**

@@ -112,6 +112,8 @@ export interface SpawnOptions {
   readonly delayMs: number;
   /** How long a shard may take to become ready once it runs its shards (not while it stands by). */
   readonly readyTimeoutMs: number;
+  /** Shards that will RESUME a stored session (no IDENTIFY): started together first, with no pause. */
+  readonly resuming?: readonly number[];
 }
 
 /**
@@ -126,9 +128,13 @@ export async function spawnShards(
   ids: readonly number[],
   options: SpawnOptions,
 ): Promise<void> {
-  for (const [i, id] of ids.entries()) {
+  const resuming = ids.filter((id) => options.resuming?.includes(id));
+  await Promise.all(resuming.map((id) => untilReady(manager.createShard(id), options.readyTimeoutMs)));
+  const identifying = ids.filter((id) => !resuming.includes(id));
+  for (const [i, id] of identifying.entries()) {
     await untilReady(manager.createShard(id), options.readyTimeoutMs);
-    if (i < ids.length - 1 && options.delayMs > 0) await new Promise((r) => setTimeout(r, options.delayMs));
+    if (i < identifying.length - 1 && options.delayMs > 0)
+      await new Promise((r) => setTimeout(r, options.delayMs));
   }
 }
 

@@ -2,6 +2,7 @@ import { type Client, Events } from 'discord.js';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { ownsGuild } from '../shard/client.ts';
+import { shardOfGuild } from '../shard/config.ts';
 import type { VoiceStateStore } from '../storage/voice-state.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import { createJoinQueue } from './join-queue.ts';
@@ -46,14 +47,34 @@ export function createVoice(parts: VoiceParts): VoiceManager {
 
 /**
  * Once the client's caches are filled (`ClientReady`): rejoins the voice channels of this process's servers that
- * Herald was in before a restart, and finishes their queues. A failure is logged, never thrown.
+ * Herald was in before a restart, and finishes their queues. A failure is logged, never thrown. Returns the same
+ * recovery for one shard, to run earlier: a shard that RESUMEd after a restart has its cache put back before
+ * discord.js turns ready, and its servers are rejoined before the events it held back (the replayed messages) are
+ * handled, so that those are read in voice. Each shard is recovered once.
  */
-export function recoverWhenReady(client: Client, options: Omit<RecoveryOptions, 'client' | 'owns'>): void {
-  client.once(Events.ClientReady, (ready) => {
-    recoverSessions({
+export function recoverWhenReady(
+  client: Client,
+  options: Omit<RecoveryOptions, 'client' | 'owns'>,
+): (shardId: number) => Promise<void> {
+  const recovered = new Set<number>();
+  const recover = (shards: readonly number[]): Promise<void> => {
+    const mine = shards.filter((id) => !recovered.has(id));
+    for (const id of mine) recovered.add(id);
+    if (mine.length === 0) return Promise.resolve();
+    const count = client.options.shardCount ?? 1;
+    return recoverSessions({
       ...options,
-      client: ready,
-      owns: (guildId) => ownsGuild(client.options, guildId),
-    }).catch((error: unknown) => options.logger.error('resuming voice sessions failed', { err: error }));
+      // The cache is filled (READY, or a RESUME's snapshot put back), so the user is known.
+      client: client as Client<true>,
+      owns: (guildId) => ownsGuild(client.options, guildId) && mine.includes(shardOfGuild(guildId, count)),
+    }).then(
+      () => {},
+      (error: unknown) => options.logger.error('resuming voice sessions failed', { err: error }),
+    );
+  };
+  client.once(Events.ClientReady, () => {
+    const { shards } = client.options;
+    void recover(Array.isArray(shards) ? shards : [0]);
   });
+  return (shardId) => recover([shardId]);
 }

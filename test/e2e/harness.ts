@@ -56,8 +56,11 @@ export interface World {
   readonly herald: () => Herald;
   /** The environment Herald was started with (secrets included, for leak checks). */
   readonly env: Record<string, string>;
-  /** Stops Herald and starts it again on the same database; resolves once it is ready. */
-  restart(env?: Record<string, string>): Promise<void>;
+  /**
+   * Stops Herald and starts it again on the same database; resolves once it is ready. `whileDown` runs between
+   * the stop and the start (what happens on Discord while Herald is away).
+   */
+  restart(env?: Record<string, string>, whileDown?: () => Promise<void> | void): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -142,8 +145,9 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
     databasePath,
     env,
     herald: () => herald,
-    async restart(overrides) {
+    async restart(overrides, whileDown) {
       await herald.stop();
+      await whileDown?.();
       herald = await start(overrides);
     },
     async close() {
