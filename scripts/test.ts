@@ -44,8 +44,8 @@ if (args.length > 0) {
 /**
  * The second lane: the soak, with the unit files and then the end-to-end files of project `e2e-while-soak` beside it in
  * a vitest process of their own (the soak waits on real time far more than it computes), then the end-to-end files of
- * project `e2e-after-soak`. Resolves with the exit code and
- * everything the runs printed; `stop` ends whichever run is going and starts no other.
+ * project `e2e-after-soak`. Resolves with the exit code and everything the runs printed; `stop` ends whichever run is
+ * going and starts no other.
  */
 function secondLane() {
   let current: ReturnType<typeof run>[] = [];
