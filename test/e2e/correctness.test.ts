@@ -255,6 +255,9 @@ describe('bounded queues', () => {
 });
 
 describe('Discord’s three-second deadline', () => {
+  // A voice list slower than the deadline (and than Herald's 1.5 s before it defers) by well over a second.
+  const VOICE_LIST_MS = 5_000;
+
   it('/speak answered at once is one reply, not a deferral and an edit', async () => {
     const w = await open();
     const speak = await w.discord.slash(w.member, 'speak', { text: 'Quick.' });
@@ -263,9 +266,9 @@ describe('Discord’s three-second deadline', () => {
     await w.discord.slash(w.member, 'stop');
   });
 
-  it('/speak and /voice-set answer (deferred) while the voice list takes 10 s to load', async () => {
+  it('/speak and /voice-set answer (deferred) while the voice list takes 5 s to load', async () => {
     const w = await open();
-    w.tts.inject({ kind: 'delay-headers', ms: 10_000 }, { route: 'speakers', times: 2 });
+    w.tts.inject({ kind: 'delay-headers', ms: VOICE_LIST_MS }, { route: 'speakers', times: 2 });
     await w.restart(); // a cold voice list
     const speak = await w.discord.slash(w.member, 'speak', { text: 'Patience.' }, { timeoutMs: 30_000 });
     expect(speak.deferred).toBe(true);
@@ -274,9 +277,9 @@ describe('Discord’s three-second deadline', () => {
     expect(set.content).toMatch(/Your voice in this server is now Bella/);
   });
 
-  it('/voice-set answers (deferred) while a cold voice list takes 10 s to load', async () => {
+  it('/voice-set answers (deferred) while a cold voice list takes 5 s to load', async () => {
     const w = await open();
-    w.tts.inject({ kind: 'delay-headers', ms: 10_000 }, { route: 'speakers', times: 2 });
+    w.tts.inject({ kind: 'delay-headers', ms: VOICE_LIST_MS }, { route: 'speakers', times: 2 });
     await w.restart(); // a cold voice list, and /voice-set is the first to need it
     const set = await w.discord.slash(
       w.admin,
