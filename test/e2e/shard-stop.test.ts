@@ -1,23 +1,9 @@
-/**
- * A stop of `npm run start:shards` as operators send it: SIGTERM to the whole process group (systemd's default
- * KillMode=control-group, Ctrl-C in a terminal) and SIGTERM to the manager alone (a container's PID 1). Either way
- * the sentence a shard is saying is heard to its end, the group exits with code 0 within 10 s, and no shard the
- * manager stopped on purpose is started again.
- */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type DiscordEmulator,
-  type Guild,
-  type Member,
-  shardOf,
-  startDiscordEmulator,
-} from '../../emulators/discord/index.ts';
-import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
-import { expectedDurationMs, startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
+import { type DiscordEmulator, type Guild, type Member, shardOf } from '../../emulators/discord/index.ts';
+import { expectedDurationMs, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { run, type Spawned } from '../support/process.ts';
+import { closeShardWorld, type ShardWorld, startShardWorld } from '../support/shard-world.ts';
 import { heraldEnv } from './harness.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'shard', 'main.ts');
@@ -30,31 +16,13 @@ let dir: string;
 let caPath: string;
 const groups: Spawned[] = [];
 
+let world: ShardWorld | undefined;
 beforeAll(async () => {
-  [discord, tts] = await Promise.all([
-    // Many identify buckets: the manager starts a shard every 344 ms rather than every 5.5 s.
-    startDiscordEmulator({ maxConcurrency: 16 }),
-    // Real time: the sentence is still being said when the stop comes.
-    startTtsEmulator({ speed: 1 }),
-  ]);
-  dir = mkdtempSync(join(tmpdir(), 'herald-shard-stop-'));
-  caPath = join(dir, 'ca.pem');
-  writeFileSync(caPath, (await trustedTestCertificate()).cert);
+  world = await startShardWorld('herald-shard-stop-');
+  ({ discord, tts, dir, caPath } = world);
 });
 
-afterAll(async () => {
-  for (const group of groups) {
-    if (group.child.exitCode === null && group.child.pid !== undefined) {
-      try {
-        process.kill(-group.child.pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
-  }
-  await Promise.all([discord?.close(), tts?.close()]);
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeShardWorld(world, groups));
 
 /** A server of shard 3 (Discord's rule: `(guild_id >> 22) % 4`), with a member in voice. */
 function serverOnShard3(name: string): { guild: Guild; member: Member } {

@@ -1,11 +1,3 @@
-/**
- * A planned restart of `npm run start:shards` (four shard processes) RESUMEs every shard: SIGTERM to the whole
- * process group, then the same command again. Discord (the emulator) counts no new IDENTIFY and one RESUME per
- * shard; Herald is back in each server's voice channel and says the rest of its queue; a message posted in an
- * auto-read channel while Herald was away is read once.
- */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PermissionFlagsBits } from 'discord.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -15,11 +7,10 @@ import {
   type Guild,
   type Member,
   shardOf,
-  startDiscordEmulator,
 } from '../../emulators/discord/index.ts';
-import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
-import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
+import type { TtsEmulator } from '../../emulators/tts/index.ts';
 import { run, type Spawned } from '../support/process.ts';
+import { closeShardWorld, type ShardWorld, startShardWorld } from '../support/shard-world.ts';
 import { heraldEnv } from './harness.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'shard', 'main.ts');
@@ -32,30 +23,13 @@ let dir: string;
 let caPath: string;
 const groups: Spawned[] = [];
 
+let world: ShardWorld | undefined;
 beforeAll(async () => {
-  [discord, tts] = await Promise.all([
-    startDiscordEmulator({ maxConcurrency: 16 }),
-    // Real time: the first sentence is still being said when the stop comes.
-    startTtsEmulator({ speed: 1 }),
-  ]);
-  dir = mkdtempSync(join(tmpdir(), 'herald-shards-resume-'));
-  caPath = join(dir, 'ca.pem');
-  writeFileSync(caPath, (await trustedTestCertificate()).cert);
+  world = await startShardWorld('herald-shards-resume-');
+  ({ discord, tts, dir, caPath } = world);
 });
 
-afterAll(async () => {
-  for (const group of groups) {
-    if (group.child.exitCode === null && group.child.pid !== undefined) {
-      try {
-        process.kill(-group.child.pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
-  }
-  await Promise.all([discord?.close(), tts?.close()]);
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeShardWorld(world, groups));
 
 interface Server {
   readonly guild: Guild;
