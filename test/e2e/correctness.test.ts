@@ -5,21 +5,12 @@
  */
 
 import { DatabaseSync } from 'node:sqlite';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Channel, Guild, Member } from '../../emulators/discord/index.ts';
 import { expectedDurationMs } from '../../emulators/tts/index.ts';
-import { createWorld, type World } from './harness.ts';
+import { type World, worldPerTest } from './harness.ts';
 
-const worlds: World[] = [];
-afterEach(async () => {
-  await Promise.all(worlds.splice(0).map((world) => world.close()));
-});
-
-async function open(options: Parameters<typeof createWorld>[0] = {}): Promise<World> {
-  const world = await createWorld(options);
-  worlds.push(world);
-  return world;
-}
+const open = worldPerTest();
 
 /** The ledger as Herald wrote it (read from its database file while it runs). */
 function ledger(world: World, guildId = world.guild.id): { wasted: string | null }[] {

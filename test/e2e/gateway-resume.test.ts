@@ -4,13 +4,10 @@
  * reads once what was posted in an auto-read channel and answers once a `/speak` asked while Herald was away. A
  * session Discord ended meanwhile is identified again.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createWorld, type World } from './harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { type World, worldPerTest } from './harness.ts';
 
-const worlds: World[] = [];
-afterEach(async () => {
-  await Promise.all(worlds.splice(0).map((world) => world.close()));
-});
+const open = worldPerTest();
 
 /** How many times the service was asked to say something containing `text` (each ask is paid). */
 const asked = (world: World, text: string): number =>
@@ -21,8 +18,7 @@ const asked = (world: World, text: string): number =>
   ).length;
 
 async function readingWorld(): Promise<World> {
-  const w = await createWorld();
-  worlds.push(w);
+  const w = await open();
   await w.discord.slash(w.admin, 'autoread', { channel: w.text, enabled: true }, { subcommand: 'channel' });
   await w.discord.slash(w.member, 'join');
   await w.discord.voice(w.guild).untilConnected();
@@ -88,8 +84,7 @@ describe('a restart resumes the gateway session', () => {
   });
 
   it('a server Herald left while away is forgotten, one it joined is kept: the snapshot does not bring back the past', async () => {
-    const w = await createWorld();
-    worlds.push(w);
+    const w = await open();
     const leaving = w.discord.createGuild({ name: 'Left while away' });
     leaving.addTextChannel('chat');
     await vi.waitFor(() => expect(w.herald().client.guilds.cache.has(leaving.id)).toBe(true));

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Events, PermissionFlagsBits } from 'discord.js';
+import { afterEach } from 'vitest';
 import {
   type Channel,
   type DiscordEmulator,
@@ -84,6 +85,22 @@ export function heraldEnv(
     // Most tests repeat a sentence on purpose and count what the service charged; the cache's own tests (and
     // any test about it) turn it on with AUDIO_CACHE_MB.
     AUDIO_CACHE_MB: '0',
+  };
+}
+
+/**
+ * A {@link createWorld} for files whose tests each want a world of their own: every world it opened is closed after
+ * each test, whatever became of it. Call it at the top of the file.
+ */
+export function worldPerTest(): (options?: WorldOptions) => Promise<World> {
+  const worlds: World[] = [];
+  afterEach(async () => {
+    await Promise.all(worlds.splice(0).map((world) => world.close()));
+  });
+  return async (options = {}) => {
+    const world = await createWorld(options);
+    worlds.push(world);
+    return world;
   };
 }
 

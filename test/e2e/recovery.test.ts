@@ -2,14 +2,11 @@
  * Nothing lost on a restart: Herald rejoins the voice channels it was in (when someone is still there) and says
  * what was still queued, in order, paying once for each utterance.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Channel, Guild, Member } from '../../emulators/discord/index.ts';
-import { createWorld, type World } from './harness.ts';
+import { type World, worldPerTest } from './harness.ts';
 
-const worlds: World[] = [];
-afterEach(async () => {
-  await Promise.all(worlds.splice(0).map((world) => world.close()));
-});
+const open = worldPerTest();
 
 const QUEUE = ['The first of three, long enough to be cut.', 'Then the second one.', 'And the third one.'];
 
@@ -23,8 +20,7 @@ const asked = (world: World, text: string): number =>
 
 describe('a restart mid-queue', () => {
   it('rejoins every server that still has members and speaks the rest of its queue, each utterance paid once', async () => {
-    const w = await createWorld();
-    worlds.push(w);
+    const w = await open();
     const servers: { guild: Guild; member: Member; voice: Channel; texts: string[] }[] = [
       { guild: w.guild, member: w.member, voice: w.lounge, texts: QUEUE.map((t) => `${t} A`) },
     ];
@@ -61,8 +57,7 @@ describe('a restart mid-queue', () => {
   });
 
   it('a session that ends for good (everyone left, /leave) is not resumed', async () => {
-    const w = await createWorld();
-    worlds.push(w);
+    const w = await open();
     await w.discord.slash(w.member, 'speak', { text: 'Hello there, this is long enough.' });
     await w.discord.slash(w.member, 'speak', { text: 'Never said.' });
     await w.discord.voice(w.guild).untilFrames(5);

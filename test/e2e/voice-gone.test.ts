@@ -5,19 +5,10 @@
  */
 
 import { DatabaseSync } from 'node:sqlite';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createWorld, type World } from './harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { type World, worldPerTest } from './harness.ts';
 
-const worlds: World[] = [];
-afterEach(async () => {
-  await Promise.all(worlds.splice(0).map((world) => world.close()));
-});
-
-async function open(options: Parameters<typeof createWorld>[0] = {}): Promise<World> {
-  const world = await createWorld(options);
-  worlds.push(world);
-  return world;
-}
+const open = worldPerTest();
 
 /** What the service charged for, all servers together. */
 const charged = (world: World): number =>
