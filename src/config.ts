@@ -1,13 +1,14 @@
-import { type BudgetConfig, parseBudgetConfig } from './budget/index.ts';
-import { type CacheConfig, parseCacheConfig } from './cache/index.ts';
+import { type BudgetConfig, parseBudgetConfig } from './budget/config.ts';
+import { type CacheConfig, parseCacheConfig } from './cache/config.ts';
 import { isSnowflake } from './discord/snowflake.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
-import { type PrivacyConfig, parsePrivacyConfig } from './privacy/index.ts';
+import { type PrivacyConfig, parsePrivacyConfig } from './privacy/config.ts';
 import { parseShardConfig, type ShardConfig } from './shard/config.ts';
 import type { DatabaseConfig } from './storage/open.ts';
-import { parseTtsConfig, type TtsConfig } from './tts/index.ts';
-import { DEFAULT_FRAMES_PER_PACKET } from './voice/session.ts';
-import { parseUserInstallConfig, type UserInstallConfig } from './voice-message/index.ts';
+import { parseTtsConfig } from './tts/config.ts';
+import type { TtsConfig } from './tts/types.ts';
+import { DEFAULT_FRAMES_PER_PACKET } from './voice/packet-defaults.ts';
+import { parseUserInstallConfig, type UserInstallConfig } from './voice-message/user-install.ts';
 
 /** The silence between two queued utterances when none is configured: a breath, so messages stay apart. */
 export const DEFAULT_UTTERANCE_PAUSE_MS = 120;

@@ -9,8 +9,8 @@ import type { Logger } from '../log.ts';
 import type { Database } from '../storage/database.ts';
 import { snapshotShard } from './cache-snapshot.ts';
 import { restoreOnResume } from './resume.ts';
-import { createSessionKeeper, DEFAULT_RESUME_WINDOW_MS, type SessionKeeperOptions } from './sessions.ts';
-import { createGatewaySessionStore, whyNotResumable } from './store.ts';
+import { createSessionKeeper, type SessionKeeperOptions } from './sessions.ts';
+import { createGatewaySessionStore } from './store.ts';
 
 /** A client's gateway sessions, kept in the database. */
 export interface GatewaySessions {
@@ -45,27 +45,4 @@ export function createGatewaySessions(options: SessionKeeperOptions = {}): Gatew
     },
     closeResumable: () => keeper.closeResumable(),
   };
-}
-
-/**
- * The shards among `ids` whose next start will RESUME (a fresh session of `shardCount` shards that a planned stop
- * left): the sharding manager starts these at once, with no IDENTIFY pause between them. Read-only.
- */
-export async function resumableShards(
-  db: Database,
-  ids: readonly number[],
-  shardCount: number,
-  options: { readonly resumeWindowMs?: number; readonly now?: () => number } = {},
-): Promise<number[]> {
-  const store = await createGatewaySessionStore(db);
-  const now = (options.now ?? Date.now)();
-  const window = options.resumeWindowMs ?? DEFAULT_RESUME_WINDOW_MS;
-  const resumable: number[] = [];
-  for (const id of ids) {
-    const stored = await store.load(id);
-    if (stored && whyNotResumable(stored, shardCount, now - stored.updatedAt, window) === undefined) {
-      resumable.push(id);
-    }
-  }
-  return resumable;
 }

@@ -4,11 +4,7 @@
  * RESUMEs (docs/gateway-sessions.md).
  */
 
-export {
-  createGatewaySessions,
-  type GatewaySessions,
-  resumableShards,
-} from './gateway-sessions.ts';
+export { createGatewaySessions, type GatewaySessions } from './gateway-sessions.ts';
 export {
   createSharedIdentifyThrottler,
   type GatewayInformationSource,
@@ -27,6 +23,7 @@ export {
   type IdentifySlot,
   type IdentifySlots,
 } from './identify-slots.ts';
-export { DEFAULT_FLUSH_EVERY_MS, DEFAULT_RESUME_WINDOW_MS, type SessionKeeperOptions } from './sessions.ts';
+export { DEFAULT_RESUME_WINDOW_MS, resumableShards } from './resumable.ts';
+export { DEFAULT_FLUSH_EVERY_MS, type SessionKeeperOptions } from './sessions.ts';
 export type { GatewaySession, GatewaySessionStore, StoredGatewaySession } from './store.ts';
 export { createGatewaySessionStore, whyNotResumable } from './store.ts';

@@ -6,13 +6,9 @@ import {
   type WebSocketManager,
 } from '@discordjs/ws';
 import type { Logger } from '../log.ts';
+import { DEFAULT_RESUME_WINDOW_MS } from './resumable.ts';
 import { type GatewaySession, type GatewaySessionStore, whyNotResumable } from './store.ts';
 
-/**
- * A stored session older than this is not resumed (Discord keeps a session that was not closed with 1000/1001
- * resumable for a while, about two minutes to be safe): IDENTIFY instead of a RESUME bound to fail.
- */
-export const DEFAULT_RESUME_WINDOW_MS = 120_000;
 /** Sequence updates (one per dispatch) reach the database at most this often per shard. */
 export const DEFAULT_FLUSH_EVERY_MS = 1_000;
 

@@ -42,7 +42,6 @@ export { LATE_AUDIO_WARN_EVERY_MS, type LateAudioOptions, warnOfLateAudio } from
 export { createOpsMetrics, type OpsMetrics, type OpsMetricsOptions, TTS_ERROR_CODES } from './metrics.ts';
 export {
   createVoiceWatch,
-  keepRecentProblems,
   logUtterances,
   observeAudioCache,
   observeBudgetStore,
@@ -52,6 +51,7 @@ export {
   observeInteractionAnswers,
   type VoiceWatch,
 } from './observe.ts';
+export { keepRecentProblems } from './recent-problems.ts';
 export {
   type MetricsSource,
   type OpsServer,

@@ -16,11 +16,11 @@ import {
   type GuildSynthesize,
 } from '../budget/index.ts';
 import type { CacheObserver, CacheStore } from '../cache/index.ts';
-import type { LogFields, Logger } from '../log.ts';
+import type { Logger } from '../log.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import type { GuildSession, SpeechRequest } from '../voice/session.ts';
 import type { OpsEvents, UtteranceSource } from './events.ts';
-import type { RecentProblem, SessionView } from './state.ts';
+import type { SessionView } from './state.ts';
 
 // Observers: each wraps or listens to one part through its public surface and reports OpsEvents, so the parts
 // themselves know nothing of metrics. The composition root applies them.
@@ -361,42 +361,4 @@ export function logUtterances(synthesize: GuildSynthesize, logger: Logger): Guil
       throw error;
     }
   };
-}
-
-/** A logger that also keeps its latest warnings and errors for the status page; see {@link RecentProblem}. */
-export function keepRecentProblems(
-  logger: Logger,
-  options: { readonly secrets: readonly string[]; readonly limit?: number; readonly now?: () => number },
-): { readonly logger: Logger; recent(): readonly RecentProblem[] } {
-  const limit = options.limit ?? 20;
-  const now = options.now ?? Date.now;
-  const secrets = options.secrets.filter((secret) => secret.length >= 8);
-  const scrub = (text: string): string =>
-    secrets.reduce((acc, secret) => acc.split(secret).join('[redacted]'), text);
-  const problems: RecentProblem[] = [];
-
-  const keep = (level: 'warn' | 'error', message: string, fields: LogFields | undefined): void => {
-    const error = Object.values(fields ?? {}).find((value): value is Error => value instanceof Error);
-    problems.unshift({
-      at: now(),
-      level,
-      message: scrub(message),
-      detail: error ? scrub(`${error.name}: ${error.message}`) : undefined,
-    });
-    problems.length = Math.min(problems.length, limit);
-  };
-  const wrap = (target: Logger): Logger => ({
-    debug: (message, fields) => target.debug(message, fields),
-    info: (message, fields) => target.info(message, fields),
-    warn: (message, fields) => {
-      keep('warn', message, fields);
-      target.warn(message, fields);
-    },
-    error: (message, fields) => {
-      keep('error', message, fields);
-      target.error(message, fields);
-    },
-    child: (fields) => wrap(target.child(fields)),
-  });
-  return { logger: wrap(logger), recent: () => [...problems] };
 }

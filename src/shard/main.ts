@@ -1,17 +1,23 @@
 import 'dotenv/config';
+import module from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig, secretsOf } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { managerLogger, type ShardGroup, startShardGroup } from './manager.ts';
+import type { ShardGroup } from './manager.ts';
 
 // `npm run start:shards`: the second process entry (beside src/index.ts, and like it the only code here that
 // exits). It reads the same configuration, then runs this machine's shards (SHARD_COUNT, SHARD_IDS) as child
 // processes of src/index.ts with discord.js's ShardingManager, each given the same environment.
 // Every shard process loads the same modules, and on a restart they all load them at once: Node's compile cache (read
-// at each child's start, from the environment it inherits) halves that load after the first start. An operator's own
-// NODE_COMPILE_CACHE (or NODE_DISABLE_COMPILE_CACHE) wins.
+// at each child's start, from the environment it inherits) halves that load after the first start. This process
+// uses it too, for the manager it loads below (discord.js). An operator's own NODE_COMPILE_CACHE (or
+// NODE_DISABLE_COMPILE_CACHE) wins.
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'herald-node-compile-cache');
+module.enableCompileCache?.(process.env.NODE_COMPILE_CACHE);
+// What this file imports above is light (the configuration, the logger): the manager, and with it discord.js, loads
+// once the compile cache is on. On a restart the shards wait for this process to spawn them.
+const { managerLogger, startShardGroup } = await import('./manager.ts');
 const parsed = parseConfig(process.env);
 if (!parsed.ok) {
   const list = parsed.problems.map((problem) => `  - ${problem}`).join('\n');

@@ -1,23 +1,16 @@
 import { once } from 'node:events';
-import { type Shard, ShardingManager } from 'discord.js';
-import { AggregatorRegistry } from 'prom-client';
-import { createBudgetGuard, createBudgetStore } from '../budget/index.ts';
-import { prepareShardCacheFolders } from '../cache/index.ts';
+import type { Shard, ShardingManager } from 'discord.js';
+import { prepareShardCacheFolders } from '../cache/shard-folders.ts';
 import { type Config, secretsOf } from '../config.ts';
-import { resumableShards } from '../gateway/index.ts';
+import { resumableShards } from '../gateway/resumable.ts';
 import type { Logger } from '../log.ts';
-import {
-  keepRecentProblems,
-  type OpsServer,
-  type StatusSource,
-  standingBySentence,
-  startOpsServer,
-} from '../ops/index.ts';
-import { type Database, openDatabase } from '../storage/index.ts';
+import type { OpsServer } from '../ops/index.ts';
+import { keepRecentProblems } from '../ops/recent-problems.ts';
+import { openDatabase } from '../storage/index.ts';
 import { shardIdsOf } from './config.ts';
-import { askEach } from './ipc.ts';
+import type { ManagerOps } from './manager-ops.ts';
+import { loadShardingManager } from './sharding-manager.ts';
 import { createStandbys, spawnShards } from './standby.ts';
-import { mergeShardStatus } from './status.ts';
 
 /** What Discord says about starting sessions (`GET /gateway/bot`). */
 export interface GatewayBot {
@@ -56,10 +49,6 @@ export interface ShardGroupOptions {
 
 /** Discord lets one identify bucket start a session every 5 s; a little more keeps clear of the edge. */
 const IDENTIFY_INTERVAL_MS = 5_500;
-/** How long a shard may take to answer a scrape, a readiness check or the status page. */
-const ASK_TIMEOUT_MS = 5_000;
-/** The manager only reads the budget and the ledger for its status page: two connections are plenty. */
-const MANAGER_POOL_SIZE = 2;
 
 /**
  * Runs the configured shards with discord.js's ShardingManager, one process each (process mode, so a crash takes
@@ -85,7 +74,7 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   // Consecutive shard ids fall in different identify buckets, so with max_concurrency buckets one start every
   // 5.5 s / max_concurrency keeps each bucket to one IDENTIFY per 5.5 s.
   const delay = Math.ceil(IDENTIFY_INTERVAL_MS / Math.max(1, gateway.sessionStartLimit.maxConcurrency));
-  const manager = new ShardingManager(options.script, {
+  const manager = new (loadShardingManager())(options.script, {
     totalShards: count,
     shardList: [...ids],
     mode: 'process',
@@ -101,153 +90,85 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   if (config.cache.maxBytes > 0) {
     await prepareShardCacheFolders(config.cache.dir, { count, firstId: ids[0] ?? 0, logger });
   }
-  const shards = (): Shard[] => ids.map((id) => manager.shards.get(id)).filter((s) => s !== undefined);
-  // A shard standing by answers nothing yet (it has not built what it would answer with): the manager says why.
-  const standingNow = (): Map<number, string> =>
-    new Map(
-      ids.flatMap((id) => {
-        const holders = standbys.holders(id);
-        return holders === undefined ? [] : [[id, standingBySentence(holders)] as const];
-      }),
-    );
-  const running = (standing: ReadonlyMap<number, string>): number[] => ids.filter((id) => !standing.has(id));
-  // The status page's budget and ledger: read from the database every shard writes, by a guard that only reads
-  // (no owner: it reconciles nothing and reserves nothing).
-  let db: Database | undefined;
-  let status: StatusSource | undefined;
-  if (config.ops.port !== undefined) {
-    db = openDatabase(
-      config.database.kind === 'postgres'
-        ? { ...config.database, poolSize: Math.min(MANAGER_POOL_SIZE, config.database.poolSize) }
-        : config.database,
-    );
-    const store = await createBudgetStore(db);
-    const budget = await createBudgetGuard({
-      store,
-      floorUsd: config.budget.floorUsd,
-      warnUsd: config.budget.warnUsd,
-      pricePerCharUsd: config.budget.pricePerCharUsd,
-      memberCharsPerMinute: config.budget.memberCharsPerMinute,
-      logger: logger.child({ component: 'budget' }),
-    });
-    status = {
-      budget: () => budget.status(),
-      ledger: (since) => store.ledger({ since }),
-      live: async () => {
-        const standing = standingNow();
-        const replies = await askEach(manager.shards, running(standing), 'status', ASK_TIMEOUT_MS);
-        return mergeShardStatus(replies, problems.recent(), standing);
-      },
-    };
-  }
-  const ops =
-    config.ops.port === undefined
-      ? undefined
-      : await startOpsServer({
-          port: config.ops.port,
-          host: config.ops.host,
-          token: config.ops.token,
-          registry: {
-            contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
-            metrics: async () => {
-              const replies = await askEach(
-                manager.shards,
-                running(standingNow()),
-                'metrics',
-                ASK_TIMEOUT_MS,
-              );
-              return AggregatorRegistry.aggregate(replies.flatMap((r) => (r.ok ? [r.value] : []))).metrics();
-            },
-          },
-          readiness: async () => {
-            const standing = standingNow();
-            const replies = await askEach(manager.shards, running(standing), 'readiness', ASK_TIMEOUT_MS);
-            const checks = new Map<number, unknown>([
-              ...replies.map((r) => [r.id, r.ok ? r.value : { ready: false, detail: r.detail }] as const),
-              ...[...standing].map(
-                ([id, detail]) => [id, { ready: false, standingBy: true, detail }] as const,
-              ),
-            ]);
-            return {
-              ready: replies.length === ids.length && replies.every((r) => r.ok && r.value.ready),
-              shards: Object.fromEntries(ids.map((id) => [String(id), checks.get(id)])),
-            };
-          },
-          health: () => ({
-            shards: Object.fromEntries(
-              ids.map((id) => {
-                const shard = manager.shards.get(id);
-                const state = !shard?.process
-                  ? 'down'
-                  : shard.ready
-                    ? 'ready'
-                    : standbys.holders(id) !== undefined
-                      ? 'standing by'
-                      : 'starting';
-                return [String(id), state];
-              }),
-            ),
-          }),
-          status,
-          secrets: secretsOf(config),
-          logger: logger.child({ component: 'ops' }),
-        });
-
+  let ops: Promise<ManagerOps | undefined> = Promise.resolve(undefined);
   const stop = async (): Promise<void> => {
     stopping = true;
-    await ops?.close();
+    await (await ops.catch(() => undefined))?.close();
     await Promise.all(
-      shards().map(async (shard) => {
-        const child = shard.process;
-        // kill() sends SIGTERM (Herald stops cleanly, within 10 s) and takes the respawn listener off first.
-        shard.kill();
-        if (child && child.exitCode === null && child.signalCode === null) {
-          await Promise.race([once(child, 'exit'), new Promise((resolve) => setTimeout(resolve, 12_000))]);
-        }
-      }),
+      ids.map((id) => manager.shards.get(id)).flatMap((shard) => (shard ? [stopShard(shard)] : [])),
     );
-    await db?.close();
   };
 
-  // The endpoint is up first, so that /healthz answers while shards start or stand by (/readyz says which).
-  // Shards a planned stop left resumable start together: a RESUME waits for no identify slot.
-  const resuming = await resumingShards(config, db, ids, count, logger);
+  // Shards a planned stop left resumable start together: a RESUME waits for no identify slot. They are spawned
+  // before this process loads anything more (the endpoint below): on a restart each shard's way back to voice is
+  // its own load, and the machine's cores are better spent on it.
+  const resuming = await resumingShards(config, ids, count, logger);
   logger.info('starting shards', {
     count,
     ids: ids.join(','),
     spawnDelayMs: delay,
     resuming: resuming.join(','),
   });
-  try {
-    await spawnShards(manager, ids, {
-      delayMs: delay,
-      readyTimeoutMs: options.readyTimeoutMs ?? 60_000,
-      resuming,
-    });
-  } catch (error) {
+  const spawned = spawnShards(manager, ids, {
+    delayMs: delay,
+    readyTimeoutMs: options.readyTimeoutMs ?? 60_000,
+    resuming,
+  });
+  // The endpoint comes up while the shards start (they may stand by for hours): /healthz answers meanwhile and
+  // /readyz says which shards are not ready yet.
+  const port = config.ops.port;
+  if (port !== undefined) {
+    ops = import('./manager-ops.ts').then(({ startManagerOps }) =>
+      startManagerOps({
+        config: { ...config, ops: { ...config.ops, port } },
+        manager,
+        ids,
+        standbys,
+        recentProblems: problems.recent,
+        logger,
+      }),
+    );
+  }
+  const [started, endpoint] = await Promise.allSettled([spawned, ops]);
+  const failure = [started, endpoint].find((outcome) => outcome.status === 'rejected');
+  if (failure) {
     await stop();
-    throw error;
+    throw failure.reason;
   }
   logger.info('every shard is ready', { count, ids: ids.join(',') });
-  return { manager, count, ids, ops, stop };
+  return {
+    manager,
+    count,
+    ids,
+    ops: endpoint.status === 'fulfilled' ? endpoint.value?.server : undefined,
+    stop,
+  };
+}
+
+/** kill() sends SIGTERM (Herald stops cleanly, within 10 s) and takes the respawn listener off first. */
+async function stopShard(shard: Shard): Promise<void> {
+  const child = shard.process;
+  shard.kill();
+  if (child && child.exitCode === null && child.signalCode === null) {
+    await Promise.race([once(child, 'exit'), new Promise((resolve) => setTimeout(resolve, 12_000))]);
+  }
 }
 
 /** The shards whose stored gateway session will be RESUMEd; none when the database cannot say. */
 async function resumingShards(
   config: Config,
-  open: Database | undefined,
   ids: readonly number[],
   count: number,
   logger: Logger,
 ): Promise<number[]> {
-  const db = open ?? openDatabase(config.database);
+  const db = openDatabase(config.database);
   try {
     return await resumableShards(db, ids, count);
   } catch (error) {
     logger.warn('could not read the stored gateway sessions; every shard identifies', { err: error });
     return [];
   } finally {
-    if (!open) await db.close();
+    await db.close();
   }
 }
 

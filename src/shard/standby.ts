@@ -9,7 +9,7 @@
 import type { Shard, ShardingManager } from 'discord.js';
 import { type Config, secretsOf } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { type OpsServer, startStandbyOpsServer } from '../ops/index.ts';
+import type { OpsServer } from '../ops/index.ts';
 import type { ManagerChannel } from './ipc.ts';
 
 /** Shard process → manager: where the shard stands. */
@@ -47,6 +47,8 @@ export function standByFor(
     async begin(holders) {
       if (config.shards.managed) tellManager({ standingBy: holders });
       else if (config.ops.port !== undefined) {
+        // Loaded only here: the sharding manager imports this file, and an endpoint is nothing it needs to spawn.
+        const { startStandbyOpsServer } = await import('../ops/standby.ts');
         // On the machine of the Herald it waits for, the port is that one's: the wait goes on without an endpoint.
         ops = await startStandbyOpsServer({
           ...config.ops,

@@ -16,6 +16,7 @@ import { DEFAULT_TIMEOUTS, type GenerateResult } from '../tts/index.ts';
 import { VoiceLink, type VoiceLinkOptions } from './connection.ts';
 import { awaitE2eeReady, guardE2ee } from './e2ee-gate.ts';
 import type { SynthesisPacing } from './pacing.ts';
+import { DEFAULT_FRAMES_PER_PACKET } from './packet-defaults.ts';
 import {
   type DropReason,
   type EnqueueOutcome,
@@ -75,8 +76,7 @@ export interface GuildSessionOptions
   readonly startGate?: StartGate;
 }
 
-/** 20 ms Opus frames in one voice packet when `VOICE_FRAMES_PER_PACKET` is not set (see `framesPerPacket`). */
-export const DEFAULT_FRAMES_PER_PACKET = 3;
+export { DEFAULT_FRAMES_PER_PACKET };
 
 /** One Opus frame, and one tick of the audio player. */
 const FRAME_MS = 20;

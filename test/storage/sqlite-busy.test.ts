@@ -54,3 +54,34 @@ it('reads on while its writes wait for another process’s write lock, and keeps
     await db.close();
   }
 });
+
+it('finds its migrations applied without waiting for another process’s write lock', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'herald-busy-'));
+  const path = join(dir, 'herald.sqlite');
+  const migrations = { sqlite: ['CREATE TABLE m (k INTEGER)'], postgres: [] };
+  const first = openSqliteDatabase(path);
+  await first.migrate('component', migrations);
+  await first.close();
+  // Every shard process starting at once: another one holds the write lock while this one opens.
+  const db = openSqliteDatabase(path);
+  const other = new DatabaseSync(path);
+  other.exec('PRAGMA busy_timeout = 0; BEGIN IMMEDIATE');
+  try {
+    const migrated = await Promise.race([
+      db.migrate('component', migrations).then(() => 'migrated'),
+      sleep(1_000).then(() => 'still waiting for the write lock after 1 s'),
+    ]);
+    expect(migrated).toBe('migrated');
+    // A component behind its migrations still takes the lock, and so waits for the other process.
+    const behind = db.migrate('another', { sqlite: ['CREATE TABLE a (k INTEGER)'], postgres: [] });
+    const waited = await Promise.race([behind.then(() => 'migrated'), sleep(200).then(() => 'waiting')]);
+    expect(waited).toBe('waiting');
+    other.exec('COMMIT');
+    await behind;
+    expect(await db.all('SELECT k FROM a')).toEqual([]);
+  } finally {
+    if (other.isTransaction) other.exec('ROLLBACK');
+    other.close();
+    await db.close();
+  }
+});

@@ -185,6 +185,15 @@ export function openSqliteDatabase(path: string): Database {
     transaction,
     async migrate(component: string, migrations: Migrations) {
       const list = migrations.sqlite;
+      // Every start but the first after an upgrade finds the migrations applied: a read says so (WAL never blocks
+      // it), where the transaction below takes the write lock and, with every shard process starting at once,
+      // queues each of them behind the others for each component.
+      const applied = await queued(() =>
+        direct.get<{ version: number }>('SELECT version FROM schema_migrations WHERE component = $1', [
+          component,
+        ]),
+      );
+      if (applied?.version === list.length) return;
       // BEGIN IMMEDIATE before reading the version: a second process starting now waits, then sees it.
       await transaction(async (tx) => {
         const row = await tx.get<{ version: number }>(
