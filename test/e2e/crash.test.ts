@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Channel,
   type DiscordEmulator,
@@ -53,11 +53,27 @@ function addServer(name: string, members = 1): Server {
   return { guild, voice, members: list };
 }
 
+/**
+ * Every Herald a test started, killed after it whatever became of it. A test that fails halfway would otherwise
+ * leave its Herald running on the same emulators: it goes on speaking (and paying for) its queue, and answers the
+ * next test's commands as the same bot, so that test's ledger misses charges it never made (a failure of the first
+ * test below once showed up as "unrecorded 10 > uncertain 8" in the second).
+ */
+const started: RunningProcess[] = [];
+afterEach(async () => {
+  const running = started
+    .splice(0)
+    .filter((bot) => bot.child.exitCode === null && bot.child.signalCode === null);
+  for (const bot of running) bot.child.kill('SIGKILL');
+  await Promise.all(running.map((bot) => bot.done));
+});
+
 /** Herald on `databasePath` with the audio cache on, as installed (paid audio waiting is kept there). */
 async function startBot(databasePath: string): Promise<RunningProcess> {
   const env = { ...heraldEnv(discord, tts, databasePath), NODE_EXTRA_CA_CERTS: caPath };
   delete (env as Record<string, string | undefined>).AUDIO_CACHE_MB;
   const bot = run(INDEX, [], env);
+  started.push(bot);
   await bot.untilPrinted(/"msg":"logged in"/, 30_000);
   await discord.untilReady();
   return bot;

@@ -63,9 +63,16 @@ describe('a restart mid-queue', () => {
     await w.discord.voice(w.guild).untilFrames(5);
     await w.discord.slash(w.member, 'leave');
     await vi.waitFor(() => expect(w.guild.botVoiceChannelId()).toBeNull());
+    // The second may have been paid for already: it is synthesised ahead once the first is within the TTS lead of
+    // its end, and on a loaded machine /leave can arrive after that (the lead grows with the measured latency).
+    // Paid or not, it was never said, and the restart must not ask for it (again).
+    const askedBefore = asked(w, 'Never said.');
+    expect(askedBefore).toBeLessThanOrEqual(1);
+    w.discord.voice(w.guild).clear();
     await w.restart();
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(w.guild.botVoiceChannelId()).toBeNull();
-    expect(asked(w, 'Never said.')).toBe(0);
+    expect(asked(w, 'Never said.')).toBe(askedBefore);
+    expect(w.discord.voice(w.guild).frames.length).toBe(0);
   });
 });
