@@ -130,7 +130,25 @@ export function createLogger(options: LoggerOptions): Logger {
       info: (message, fields) => emit('info', message, fields),
       warn: (message, fields) => emit('warn', message, fields),
       error: (message, fields) => emit('error', message, fields),
-      child: (fields) => wrap(target.child(serialiseErrors(fields))),
+      child: (fields) => {
+        // Made at its first line: a child per utterance costs pino a bindings string each, which 1,000 utterances
+        // starting at once pay for nothing while debug lines are off. A child logs at its parent's level.
+        let made: Logger | undefined;
+        const child = () => {
+          made ??= wrap(target.child(serialiseErrors(fields)));
+          return made;
+        };
+        const lazy = (level: LogLevel) => (message: string, extra?: LogFields) => {
+          if (made !== undefined || target.isLevelEnabled(level)) child()[level](message, extra);
+        };
+        return {
+          debug: lazy('debug'),
+          info: lazy('info'),
+          warn: lazy('warn'),
+          error: lazy('error'),
+          child: (more) => child().child(more),
+        };
+      },
     };
   };
   return wrap(root);

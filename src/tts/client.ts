@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { silentLogger } from '../log.ts';
-import { checkComplete } from './complete.ts';
+import { judgeCompleteness } from './complete.ts';
 import {
   TtsAbortedError,
   TtsConnectionError,
@@ -248,7 +248,10 @@ export function createTtsClient(options: TtsClientOptions): TtsClient {
     const headers = parseAudioHeaders(ex.headers);
     return {
       // A body that ends cleanly but short of a whole clip fails as a cut one does: told, and never cached.
-      audio: checkComplete(streamAudio(ex), { format: FORMAT_OF_FORM[form], durationS: headers.durationS }),
+      audio: streamAudio(
+        ex,
+        judgeCompleteness({ format: FORMAT_OF_FORM[form], durationS: headers.durationS }),
+      ),
       contentType,
       format: FORMAT_OF_FORM[form],
       ...headers,

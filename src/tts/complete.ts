@@ -1,4 +1,3 @@
-import { pipeline, type Readable, Transform } from 'node:stream';
 import { AudioFormatError } from '../audio/errors.ts';
 import type { AudioFormat } from './types.ts';
 
@@ -24,35 +23,38 @@ interface Judge {
 }
 
 /**
- * The audio of a successful generation, passed through unchanged, but ending in an `ERR_TRUNCATED`
- * {@link AudioFormatError} (the error a body cut mid-page gives) when the body ended cleanly yet the clip is not
- * whole: no bytes at all; an Ogg stream whose last page lacks the end-of-stream flag; or less audio than
- * `durationS` announced (beyond {@link DURATION_TOLERANCE_S}). So a clip cut short is told to the member and never
- * cached. A body that is not recognisably Ogg or WAV is passed on unjudged: its decoder reports it.
+ * Judges, as the body of a successful generation arrives, whether it is a whole clip once it ended cleanly. It is
+ * not when: no bytes came at all; an Ogg stream's last page lacks the end-of-stream flag; or less audio than
+ * `durationS` announced came (beyond {@link DURATION_TOLERANCE_S}). Such a body ends in an `ERR_TRUNCATED`
+ * {@link AudioFormatError} (the error a body cut mid-page gives), so a clip cut short is told to the member and
+ * never cached. A body that is not recognisably Ogg or WAV is left unjudged: its decoder reports it.
  */
-export function checkComplete(
-  source: Readable,
-  expect: { readonly format: AudioFormat; readonly durationS: number | undefined },
-): Readable {
+export interface CompletenessJudge {
+  /** Every chunk of the body, in order. */
+  write(chunk: Buffer): void;
+  /** At the body's clean end: undefined when whole, else the `ERR_TRUNCATED` error to end the audio in. */
+  end(): AudioFormatError | undefined;
+}
+
+/** A {@link CompletenessJudge} for a body announced as `format`, `durationS` long (when announced). */
+export function judgeCompleteness(expect: {
+  readonly format: AudioFormat;
+  readonly durationS: number | undefined;
+}): CompletenessJudge {
   const judge = expect.format === 'opus' ? oggJudge(expect.durationS) : wavJudge(expect.durationS);
   let bytes = 0;
-  const checked = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
+  return {
+    write(chunk) {
       bytes += chunk.length;
       judge.write(chunk);
-      callback(null, chunk);
     },
-    flush(callback) {
+    end() {
       const missing = bytes === 0 ? 'the body was empty' : judge.end(bytes);
-      callback(
-        missing === undefined
-          ? null
-          : new AudioFormatError('ERR_TRUNCATED', `The speech service ended its audio early: ${missing}.`),
-      );
+      return missing === undefined
+        ? undefined
+        : new AudioFormatError('ERR_TRUNCATED', `The speech service ended its audio early: ${missing}.`);
     },
-  });
-  // Either side's end ends the other: a reader that gives up frees the socket; a reset reaches the reader.
-  return pipeline(source, checked, () => {});
+  };
 }
 
 function shortBy(decodedS: number, durationS: number | undefined): string | undefined {
@@ -60,62 +62,88 @@ function shortBy(decodedS: number, durationS: number | undefined): string | unde
   return `${decodedS.toFixed(2)} s of the ${durationS} s announced`;
 }
 
-/** Follows Ogg page headers, skipping bodies, keeping the last page's flags and granule and OpusHead's pre-skip. */
+/** The most bytes an Ogg page header holds: 27 fixed, then up to 255 lacing values. */
+const MAX_OGG_HEADER_BYTES = OGG_HEADER_BYTES + 255;
+/** OpusHead's bytes up to and including its pre-skip (magic 8, version 1, channels 1, pre-skip 2). */
+const OPUS_HEAD_BYTES = 12;
+
+/**
+ * Follows Ogg page headers, skipping bodies, keeping the last page's flags and granule and OpusHead's pre-skip.
+ * Copies header bytes only (into buffers of its own, allocated once): every page of every clip passes here as it
+ * arrives, 1,000 clips at once in a rush.
+ */
 function oggJudge(durationS: number | undefined): Judge {
-  let pending: Buffer = Buffer.alloc(0);
+  const header = Buffer.allocUnsafe(MAX_OGG_HEADER_BYTES);
+  const head = Buffer.allocUnsafe(OPUS_HEAD_BYTES);
+  /** Header bytes held of the page being read; its body is next once it reaches `headerBytes`. */
+  let held = 0;
+  let headerBytes = OGG_HEADER_BYTES;
+  /** Body bytes of the current page still to come; `headLeft` of them are OpusHead's, copied. */
   let skip = 0;
+  let headLeft = 0;
+  let headHeld = 0;
   let pages = 0;
   let unknown = false;
-  let preSkip = 0;
   let lastFlags = 0;
-  let lastGranule = -1n;
-  let headBody: number | undefined;
+  /** The last page's granule position that was not -1 (as two 32-bit halves: no BigInt per page). */
+  let granuleLow = -1;
+  let granuleHigh = -1;
   return {
     write(chunk) {
-      if (unknown) return;
-      let data: Buffer = chunk;
-      for (;;) {
+      let at = 0;
+      while (at < chunk.length && !unknown) {
         if (skip > 0) {
-          const taken = Math.min(skip, data.length);
+          const taken = Math.min(skip, chunk.length - at);
+          if (headLeft > 0) {
+            const copied = Math.min(headLeft, taken);
+            chunk.copy(head, headHeld, at, at + copied);
+            headHeld += copied;
+            headLeft -= copied;
+          }
           skip -= taken;
-          data = data.subarray(taken);
-          if (skip > 0) return;
-        }
-        pending = pending.length === 0 ? data : Buffer.concat([pending, data]);
-        data = Buffer.alloc(0);
-        if (headBody !== undefined) {
-          // The first page's body is OpusHead: its pre-skip is what the last granule counts beyond the audio.
-          if (pending.length < headBody) return;
-          if (pending.subarray(0, 8).toString('latin1') === 'OpusHead' && headBody >= 12)
-            preSkip = pending.readUInt16LE(10);
-          pending = pending.subarray(headBody);
-          headBody = undefined;
+          at += taken;
           continue;
         }
-        if (pending.length < OGG_HEADER_BYTES) return;
-        if (pending.subarray(0, 4).toString('latin1') !== 'OggS') {
-          unknown = true;
-          return;
+        const copied = Math.min(headerBytes - held, chunk.length - at);
+        chunk.copy(header, held, at, at + copied);
+        held += copied;
+        at += copied;
+        if (held < headerBytes) return;
+        if (headerBytes === OGG_HEADER_BYTES) {
+          // "OggS"
+          if (header[0] !== 0x4f || header[1] !== 0x67 || header[2] !== 0x67 || header[3] !== 0x53) {
+            unknown = true;
+            return;
+          }
+          headerBytes += header.readUInt8(26);
+          if (held < headerBytes) continue;
         }
-        const segments = pending.readUInt8(26);
-        if (pending.length < OGG_HEADER_BYTES + segments) return;
         let body = 0;
-        for (let i = 0; i < segments; i++) body += pending.readUInt8(OGG_HEADER_BYTES + i);
-        lastFlags = pending.readUInt8(5);
-        const granule = pending.readBigInt64LE(6);
-        if (granule >= 0n) lastGranule = granule;
-        const rest = pending.subarray(OGG_HEADER_BYTES + segments);
-        pending = Buffer.alloc(0);
-        if (pages++ === 0) headBody = body;
-        else skip = body;
-        data = rest;
+        for (let i = OGG_HEADER_BYTES; i < headerBytes; i++) body += header.readUInt8(i);
+        lastFlags = header.readUInt8(5);
+        const low = header.readUInt32LE(6);
+        const high = header.readUInt32LE(10);
+        if (high < 0x80000000) {
+          granuleLow = low;
+          granuleHigh = high;
+        }
+        if (pages++ === 0) headLeft = Math.min(OPUS_HEAD_BYTES, body);
+        skip = body;
+        held = 0;
+        headerBytes = OGG_HEADER_BYTES;
       }
     },
     end() {
-      if (unknown || pages === 0) return unknown ? undefined : 'no whole Ogg page arrived';
-      if (skip > 0 || pending.length > 0 || headBody !== undefined) return 'its last Ogg page was cut';
+      if (unknown) return undefined;
+      if (pages === 0) return 'no whole Ogg page arrived';
+      if (skip > 0 || held > 0) return 'its last Ogg page was cut';
       if ((lastFlags & FLAG_EOS) === 0) return 'its last Ogg page does not end the stream';
-      const decoded = lastGranule < 0n ? 0 : Math.max(0, Number(lastGranule) - preSkip) / OPUS_RATE;
+      const preSkip =
+        headHeld >= OPUS_HEAD_BYTES && head.toString('latin1', 0, 8) === 'OpusHead'
+          ? head.readUInt16LE(10)
+          : 0;
+      const granule = granuleHigh < 0 ? -1 : granuleHigh * 2 ** 32 + granuleLow;
+      const decoded = granule < 0 ? 0 : Math.max(0, granule - preSkip) / OPUS_RATE;
       return shortBy(decoded, durationS);
     },
   };

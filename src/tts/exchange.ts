@@ -7,6 +7,7 @@
 import { PassThrough, type Readable } from 'node:stream';
 import { type Dispatcher, request } from 'undici';
 import type { Logger } from '../log.ts';
+import type { CompletenessJudge } from './complete.ts';
 import {
   TtsAbortedError,
   TtsConnectionError,
@@ -237,9 +238,18 @@ export async function readBody(ex: Exchange, limit: number): Promise<{ text: str
   return { text: Buffer.concat(chunks).subarray(0, limit).toString('utf8'), truncated };
 }
 
-/** Pipes the response body into a stream of its own, so an idle stall or an abort errors it even unread. */
-export function streamAudio(ex: Exchange): Readable {
-  const audio = new PassThrough({ highWaterMark: AUDIO_BUFFER_BYTES });
+/**
+ * Pipes the response body into a stream of its own, so an idle stall or an abort errors it even unread. With a
+ * `judge`, a body that ends cleanly but not whole ends that stream in the judge's error instead (told, never
+ * cached), judged in the same data handler: no stream between the socket and the reader but this one.
+ */
+export function streamAudio(ex: Exchange, judge?: CompletenessJudge): Readable {
+  /** The judge's verdict at the body's clean end: the audio ends in it after every byte was passed on. */
+  let cut: Error | undefined;
+  const audio = new PassThrough({
+    highWaterMark: AUDIO_BUFFER_BYTES,
+    flush: (callback) => callback(cut ?? null),
+  });
   const { body } = ex;
   let done = false;
   const fail = (error: TtsError): void => {
@@ -252,6 +262,7 @@ export function streamAudio(ex: Exchange): Readable {
   ex.signal.addEventListener('abort', () => fail(ex.mapError(ex.signal.reason)), { once: true });
   body.on('data', (chunk: Buffer) => {
     if (done) return;
+    judge?.write(chunk);
     ex.arm('idle');
     // The idle clock measures the service, not the reader: it stops while the buffer is full.
     if (!audio.write(chunk)) {
@@ -268,6 +279,7 @@ export function streamAudio(ex: Exchange): Readable {
     if (done) return;
     done = true;
     ex.finish();
+    cut = judge?.end();
     audio.end();
   });
   body.on('error', (error) => fail(ex.mapError(error)));

@@ -1,9 +1,8 @@
-import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { wavChunks } from '../../emulators/tts/audio.ts';
 import { writeOggOpus } from '../../emulators/tts/ogg.ts';
 import { AudioFormatError } from '../../src/audio/errors.ts';
-import { checkComplete } from '../../src/tts/complete.ts';
+import { judgeCompleteness } from '../../src/tts/complete.ts';
 
 // Whether a body that ended cleanly is a whole clip. The judge reads Ogg page headers and the WAV header only, so
 // stand-in packets serve.
@@ -18,20 +17,19 @@ const pages = writeOggOpus({
 const ogg = Buffer.concat(pages);
 const wav = Buffer.concat(wavChunks(440, 1_000, 1).map((chunk) => chunk.data));
 
-/** Feeds `body` in `size`-byte pieces; resolves with what came out, or the error the stream ended in. */
-async function run(body: Buffer, format: 'opus' | 'wav', durationS: number | undefined, size = 4096) {
-  const pieces = [];
-  for (let at = 0; at < body.length; at += size) pieces.push(body.subarray(at, at + size));
-  const out: Buffer[] = [];
-  try {
-    for await (const chunk of checkComplete(Readable.from(pieces), { format, durationS })) out.push(chunk);
-  } catch (error) {
-    return { error, bytes: Buffer.concat(out).length };
+/** Feeds `body` to a judge in `size`-byte pieces; the error it ends in, if any, and the bytes it was given. */
+function run(body: Buffer, format: 'opus' | 'wav', durationS: number | undefined, size = 4096) {
+  const judge = judgeCompleteness({ format, durationS });
+  let bytes = 0;
+  for (let at = 0; at < body.length; at += size) {
+    const piece = body.subarray(at, at + size);
+    judge.write(piece);
+    bytes += piece.length;
   }
-  return { error: undefined, bytes: Buffer.concat(out).length };
+  return { error: judge.end(), bytes };
 }
 
-describe('checkComplete', () => {
+describe('judgeCompleteness', () => {
   it.each([
     ['a whole Ogg stream', ogg, 1],
     ['a whole Ogg stream in 7-byte pieces', ogg, 1, 7],
@@ -43,9 +41,9 @@ describe('checkComplete', () => {
       Buffer.from('not audio at all, really, whatever the service says'),
       1,
     ],
-  ] as const)('passes %s through unchanged', async (_name, body, durationS, size: number = 4096) => {
+  ] as const)('passes %s through unchanged', (_name, body, durationS, size: number = 4096) => {
     const format = body === wav ? 'wav' : 'opus';
-    expect(await run(body, format, durationS, size)).toEqual({ error: undefined, bytes: body.length });
+    expect(run(body, format, durationS, size)).toEqual({ error: undefined, bytes: body.length });
   });
 
   it.each([
@@ -61,8 +59,8 @@ describe('checkComplete', () => {
     ['a whole Ogg stream shorter than announced', ogg, 'opus', 2, /\d s of the 2 s announced/],
     ['a WAV short of its header’s size', wav.subarray(0, wav.length / 2), 'wav', 1, /PCM bytes/],
     ['an empty WAV', Buffer.alloc(0), 'wav', 1, /body was empty/],
-  ] as const)('fails %s as cut short', async (_name, body, format, durationS, said) => {
-    const { error } = await run(body, format, durationS);
+  ] as const)('fails %s as cut short', (_name, body, format, durationS, said) => {
+    const { error } = run(body, format, durationS);
     expect(error).toBeInstanceOf(AudioFormatError);
     expect((error as AudioFormatError).code).toBe('ERR_TRUNCATED');
     expect((error as Error).message).toMatch(said);
