@@ -12,14 +12,11 @@ export class UserFacingError extends Error {
  * Whole numbers as members read them: `1,234`. One formatter for the process, made once. `n.toLocaleString('en')`
  * builds an ICU formatter unless V8's one cached formatter matches (any other locale or option asked for since
  * replaces it: 25–80 µs a call then, against about 1 µs); in Herald's shards it did not hold, and a CPU profile of
- * 250 members asking at once put 0.5 ms of each /speak on that one call (`npm run bench -- --cpu-prof`). Made at
- * the first number, not when this file loads: the first formatter loads ICU's data (about 30 ms on 2 cores), and
- * the configuration imports this file, so every process of a restart paid that before its first step.
+ * 250 members asking at once put 0.5 ms of each /speak on that one call (`npm run bench -- --cpu-prof`).
  */
-let count: Intl.NumberFormat | undefined;
+const COUNT = new Intl.NumberFormat('en');
 
 /** `n` with thousands separators, in English. */
 export function formatCount(n: number): string {
-  count ??= new Intl.NumberFormat('en');
-  return count.format(n);
+  return COUNT.format(n);
 }
