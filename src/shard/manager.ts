@@ -6,7 +6,7 @@ import { resumableShards } from '../gateway/resumable.ts';
 import type { Logger } from '../log.ts';
 import type { OpsServer } from '../ops/index.ts';
 import { keepRecentProblems } from '../ops/recent-problems.ts';
-import { openDatabase } from '../storage/index.ts';
+import { type Database, openDatabase } from '../storage/index.ts';
 import { shardIdsOf } from './config.ts';
 import type { ManagerOps } from './manager-ops.ts';
 import { loadShardingManager } from './sharding-manager.ts';
@@ -63,8 +63,13 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   // The manager's own warnings (a shard died, a respawn failed) are kept for its status page too.
   const problems = keepRecentProblems(options.logger, { secrets: secretsOf(config) });
   const { logger } = problems;
+  // With the shard count configured, the stored sessions are read while Discord is asked for the session limit
+  // (a TLS connection to discord.com: a few round trips that a restart's shards would otherwise wait for too).
+  const fixed = config.shards.count === 'auto' ? undefined : config.shards.count;
+  const stored =
+    fixed === undefined ? undefined : resumingShards(config, shardIdsOf(config.shards, fixed), fixed, logger);
   const gateway = await fetchGatewayBot(config.discord.restUrl, config.discord.token);
-  const count = config.shards.count === 'auto' ? gateway.shards : config.shards.count;
+  const count = fixed ?? gateway.shards;
   const ids = shardIdsOf(config.shards, count);
   if (gateway.sessionStartLimit.remaining < ids.length) {
     throw new Error(
@@ -102,7 +107,7 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   // Shards a planned stop left resumable start together: a RESUME waits for no identify slot. They are spawned
   // before this process loads anything more (the endpoint below): on a restart each shard's way back to voice is
   // its own load, and the machine's cores are better spent on it.
-  const resuming = await resumingShards(config, ids, count, logger);
+  const resuming = await (stored ?? resumingShards(config, ids, count, logger));
   logger.info('starting shards', {
     count,
     ids: ids.join(','),
@@ -154,21 +159,22 @@ async function stopShard(shard: Shard): Promise<void> {
   }
 }
 
-/** The shards whose stored gateway session will be RESUMEd; none when the database cannot say. */
+/** The shards whose stored gateway session will be RESUMEd; none when the database cannot say. Never rejects. */
 async function resumingShards(
   config: Config,
   ids: readonly number[],
   count: number,
   logger: Logger,
 ): Promise<number[]> {
-  const db = openDatabase(config.database);
+  let db: Database | undefined;
   try {
+    db = openDatabase(config.database);
     return await resumableShards(db, ids, count);
   } catch (error) {
     logger.warn('could not read the stored gateway sessions; every shard identifies', { err: error });
     return [];
   } finally {
-    await db.close();
+    await db?.close().catch(() => {});
   }
 }
 

@@ -268,15 +268,6 @@ export function openPostgresDatabase(options: PostgresOptions): Database {
     transaction,
     async migrate(component: string, migrations: Migrations) {
       const list = migrations.postgres;
-      // Every start but the first after an upgrade finds the migrations applied: one read says so, where the lock
-      // below makes every process starting at once wait for the others, component by component. A read that fails
-      // (no table yet: the first start) takes the path below.
-      const applied = await withClient((client) =>
-        client.query<{ version: number }>('SELECT version FROM schema_migrations WHERE component = $1', [
-          component,
-        ]),
-      ).catch(() => undefined);
-      if (applied?.rows[0]?.version === list.length) return;
       // Not `bounded`: the advisory lock waits as long as another process's migrations take, and a migration may
       // rewrite a large table. TCP keepalive is what finds a host that vanished meanwhile.
       await withClient(async (client) => {
