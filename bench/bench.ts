@@ -133,7 +133,7 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         steps.push(step);
         anyHeld ||= held(step);
         log(
-          `P4 ${n} servers, nice ${step.heraldNice}: ${(step.lateShare * 100).toFixed(2)} % late, ${step.cpuMsPerStreamSecond.toFixed(2)} ms CPU/stream-s, RSS ${step.rssMb.toFixed(0)} MB; ${rushLine(step.rush)}; ${splitLine(step.startSplit)}`,
+          `P4 ${n} servers, nice ${step.heraldNice}: ${(step.lateShare * 100).toFixed(2)} % late, ${step.cpuMsPerStreamSecond.toFixed(2)} ms CPU/stream-s (${step.cpuMsPerUtterance ?? 'n/a'} ms per utterance beyond playing), RSS ${step.rssMb.toFixed(0)} MB; ${rushLine(step.rush)}; ${splitLine(step.startSplit)}`,
         );
       }
       if (!anyHeld && !options.allSteps) break;

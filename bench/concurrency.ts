@@ -10,7 +10,7 @@ import { round, type Server, sleep, utteranceOf } from './common.ts';
 import { cpuMsByThreadName, cpuMsByThreadNameSince, cpuMsSince } from './cpu-time.ts';
 import type { HeraldProcess } from './herald-process.ts';
 import { type ConcurrencyStep, LATE_MS } from './options.ts';
-import { rushFigures, type StreamTiming, startLatency, type TimedPacket } from './rush.ts';
+import { cpuMsPerUtterance, rushFigures, type StreamTiming, startLatency, type TimedPacket } from './rush.ts';
 
 /** Every server's member runs /speak at the same moment; returns lateness, CPU and memory. */
 export async function speakAll(
@@ -175,6 +175,10 @@ export async function speakAll(
   const perSecond = (at: readonly number[]) => at.slice(1).map((ms, i) => Math.round(ms - (at[i] ?? 0)));
   const cpuPerSecond = perSecond(cpuAt);
   const steady = cpuPerSecond.slice(Math.ceil(audioSeconds / 2), Math.floor(audioSeconds));
+  const steadyCpuMsPerStreamSecond =
+    steady.length === 0
+      ? null
+      : round(steady.reduce((sum, ms) => sum + ms, 0) / steady.length / servers.length, 3);
   return {
     servers: servers.length,
     packets,
@@ -204,10 +208,13 @@ export async function speakAll(
       heraldCpuMs: cpuPerSecond,
       worldCpuMs: perSecond(worldAt),
     },
-    steadyCpuMsPerStreamSecond:
-      steady.length === 0
-        ? null
-        : round(steady.reduce((sum, ms) => sum + ms, 0) / steady.length / servers.length, 3),
+    steadyCpuMsPerStreamSecond,
+    cpuMsPerUtterance: cpuMsPerUtterance({
+      cpuMs,
+      streamedSeconds: streamedMs / 1000,
+      steadyCpuMsPerStreamSecond,
+      utterances: servers.length - silentServers,
+    }),
   };
 }
 

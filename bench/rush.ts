@@ -160,3 +160,19 @@ export function splitLine(split: {
     `p50 ${p50}, p95 ${p95}, max ${max} ms`;
   return `/speak → TTS request ${part(split.toTtsRequestMs)}; TTS request → first packet ${part(split.ttsRequestToFirstPacketMs)}`;
 }
+
+/**
+ * What each utterance cost Herald beyond playing its audio (its interaction, reservation, download, demuxer and
+ * player, and its end), in CPU ms: the step's CPU less what its audio would have cost at the steady rate (the second
+ * half of the audio, every start behind it). Null without a steady rate or an utterance.
+ */
+export function cpuMsPerUtterance(step: {
+  readonly cpuMs: number;
+  readonly streamedSeconds: number;
+  readonly steadyCpuMsPerStreamSecond: number | null;
+  readonly utterances: number;
+}): number | null {
+  if (step.steadyCpuMsPerStreamSecond === null || step.utterances === 0) return null;
+  const playing = step.steadyCpuMsPerStreamSecond * step.streamedSeconds;
+  return round(Math.max(0, step.cpuMs - playing) / step.utterances, 2);
+}

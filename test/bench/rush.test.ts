@@ -1,6 +1,6 @@
 /** The rush in figures (bench/rush.ts): per-second lateness, the rush apart from the steady, start latency. */
 import { describe, expect, it } from 'vitest';
-import { perSecond, rushAndSteady, rushFigures, startLatency } from '../../bench/rush.ts';
+import { cpuMsPerUtterance, perSecond, rushAndSteady, rushFigures, startLatency } from '../../bench/rush.ts';
 
 describe('perSecond', () => {
   it('buckets packets by whole second, counting only those more than 40 ms late', () => {
@@ -74,5 +74,26 @@ describe('rushFigures', () => {
     // Starts in seconds 0 and 1, ends in 3: second 2 is the only steady one.
     expect(figures.steady).toEqual({ packets: 3, latePercent: 33.33, maxLatenessMs: 90 });
     expect(figures.rush).toEqual({ packets: 4, latePercent: 25, maxLatenessMs: 50 });
+  });
+});
+
+describe('cpuMsPerUtterance', () => {
+  it('is the step’s CPU less its audio at the steady rate, per utterance', () => {
+    // 10,000 ms of CPU; 1,000 stream-seconds at 1.5 ms each is 1,500 ms of playing; 8,500 ms over 100 utterances.
+    expect(
+      cpuMsPerUtterance({
+        cpuMs: 10_000,
+        streamedSeconds: 1_000,
+        steadyCpuMsPerStreamSecond: 1.5,
+        utterances: 100,
+      }),
+    ).toBe(85);
+  });
+
+  it('is null without a steady rate or an utterance, and never below 0', () => {
+    const step = { cpuMs: 100, streamedSeconds: 1_000, steadyCpuMsPerStreamSecond: 1.5, utterances: 10 };
+    expect(cpuMsPerUtterance({ ...step, steadyCpuMsPerStreamSecond: null })).toBeNull();
+    expect(cpuMsPerUtterance({ ...step, utterances: 0 })).toBeNull();
+    expect(cpuMsPerUtterance(step)).toBe(0);
   });
 });
