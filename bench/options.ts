@@ -259,7 +259,7 @@ export interface ConcurrencyStep {
    * demuxer, player and end (bench/rush.ts `cpuMsPerUtterance`). What a rush of N asks of the cores before the
    * last one plays is about N times this. Null without a steady rate.
    */
-  readonly cpuMsPerUtterance?: number | null;
+  readonly cpuMsPerUtterance: number | null;
   /**
    * With `repeats` > 1: every run of this step, in the order they ran (the step's other fields are the run with the
    * median late share, a whole run rather than a mix of several).

@@ -13,7 +13,7 @@
  * its own, reads as the emulated voice server does (in turns, 2 ms apart when the socket is nearly empty) and times
  * each packet as `npm run bench` does: from its stream's first packet, when its RTP timestamp says (48 per ms);
  * late means more than 40 ms after that. The players send up to `--frames-per-packet=` (default Herald's,
- * DEFAULT_FRAMES_PER_PACKET in src/voice/session.ts) 20 ms frames in one packet; 1 is one packet a frame. CPU is each player process's own (user + system, all its threads, GC included), over
+ * DEFAULT_FRAMES_PER_PACKET in src/voice/packet-defaults.ts) 20 ms frames in one packet; 1 is one packet a frame. CPU is each player process's own (user + system, all its threads, GC included), over
  * `--seconds=` (default 10) of audio; `--rounds=` (default 3) runs, the median reported. `--node-flags="..."` gives
  * the player processes V8 flags (none by default, as Herald's); each reports its full collections while playing. Run: `npm run
  * bench:playback [-- --processes=4]`; prints the figures and writes
@@ -30,7 +30,7 @@ import { packetDurationMs } from '../emulators/support/audio.ts';
 import { encodeTone, writeOggOpus } from '../emulators/tts/ogg.ts';
 import { ReadAhead } from '../src/audio/read-ahead.ts';
 import { createSpeechResource } from '../src/audio/resource.ts';
-import { DEFAULT_FRAMES_PER_PACKET } from '../src/voice/session.ts';
+import { DEFAULT_FRAMES_PER_PACKET } from '../src/voice/packet-defaults.ts';
 import { cpuMsSince, median } from './cpu-time.ts';
 import { LATE_MS } from './options.ts';
 import { daveGroup } from './reference-frame.ts';

@@ -76,8 +76,6 @@ export interface GuildSessionOptions
   readonly startGate?: StartGate;
 }
 
-export { DEFAULT_FRAMES_PER_PACKET };
-
 /** One Opus frame, and one tick of the audio player. */
 const FRAME_MS = 20;
 /** Silence between two queued utterances when the session is given none (the configuration's default). */
