@@ -17,7 +17,25 @@ import type { SpeechRequest, Synthesize } from '../../src/voice/session.ts';
 
 const SPEAKER: Speaker = { id: 's1', name: 'Bella', voiceKey: 'b', gender: null, languages: null };
 const dirs: string[] = [];
-afterEach(() => {
+/** The cache's writes still under way: a store or a claim's release goes on after the audio ends. */
+const writes = new Set<Promise<unknown>>();
+function track<T>(write: Promise<T>): Promise<T> {
+  writes.add(write);
+  write.then(
+    () => writes.delete(write),
+    () => writes.delete(write),
+  );
+  return write;
+}
+afterEach(async () => {
+  // A folder removed while a store writes into it fails with ENOTEMPTY: wait until no write has begun for a while.
+  for (let quiet = 0; quiet < 20; quiet++) {
+    if (writes.size > 0) {
+      await Promise.allSettled([...writes]);
+      quiet = 0;
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+  }
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -50,6 +68,12 @@ async function setup(options: { enabled?: boolean; maxChars?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'herald-cache-'));
   dirs.push(dir);
   const disk = await openDiskCache({ dir, maxBytes: 1e7, maxAgeMs: 86_400_000, logger: silentLogger });
+  const { put, claim } = disk;
+  disk.put = (key, entry) => track(put(key, entry));
+  disk.claim = async (key) => {
+    const release = await track(claim(key));
+    return release && (() => track(release()));
+  };
   const service = fakeService();
   const hits: CacheHit[] = [];
   const lookups: CacheLookup[] = [];
