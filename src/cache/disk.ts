@@ -5,12 +5,16 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../log.ts';
 import { decodeEntry, type Entry, encodeEntry } from './entry-file.ts';
 import { isFreeOrStale, LOCK_SUFFIX, MAX_LOCK_AGE_MS, tryLock } from './folder-lock.ts';
+import { type JournalChange, openJournal } from './journal.ts';
 
 /** Options of {@link openDiskCache}. */
 export interface DiskCacheOptions {
   /** The folder; created when missing. Nothing else should live in it. */
   readonly dir: string;
-  /** The files together never exceed this many bytes (temporary files included). */
+  /**
+   * The entries together never exceed this many bytes (files being written included); the folder's journal takes at
+   * most JOURNAL_MAX_BYTES (64 KiB) besides.
+   */
   readonly maxBytes: number;
   /** Entries created longer ago than this are deleted instead of played. */
   readonly maxAgeMs: number;
@@ -19,6 +23,11 @@ export interface DiskCacheOptions {
   readonly now?: () => number;
   /** Told how many entries were evicted (least recently used first) to make room for a new one. */
   readonly onEvicted?: (entries: number) => void;
+  /**
+   * A diagnostic for `npm run bench:cache-store`: every store lists the folder, as before the journal, rather than
+   * reading what the journal says changed.
+   */
+  readonly listOnEveryStore?: boolean;
 }
 
 /**
@@ -85,6 +94,8 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
   const index = new Map<string, Known>();
   let total = 0;
   const pathOf = (key: string): string => join(dir, `${key}${SUFFIX}`);
+  // Before the listing: a change another process makes meanwhile is then read again, never missed.
+  const journal = await openJournal(dir, TEMP_SUFFIX);
 
   const found: { key: string; bytes: number; usedAt: number }[] = [];
   for (const name of await readdir(dir)) {
@@ -126,8 +137,11 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     await unlink(pathOf(key)).catch(() => {});
   };
 
-  /** Evicts the least recently used settled entries until `needed` more bytes fit; false when they cannot. */
-  const makeRoom = async (needed: number): Promise<boolean> => {
+  /**
+   * Evicts the least recently used settled entries until `needed` more bytes fit: the keys evicted, or undefined
+   * when they cannot fit.
+   */
+  const makeRoom = async (needed: number): Promise<string[] | undefined> => {
     const victims: string[] = [];
     let freed = 0;
     for (const [key, known] of index) {
@@ -136,7 +150,7 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       victims.push(key);
       freed += known.bytes;
     }
-    if (total - freed + needed > maxBytes) return false;
+    if (total - freed + needed > maxBytes) return undefined;
     // Taken out of the index at once, before any await, so a concurrent put sees the room as already used.
     for (const key of victims) {
       const known = index.get(key);
@@ -149,7 +163,7 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       logger.debug('audio cache evicted', { entries: victims.length, bytes: freed });
       options.onEvicted?.(victims.length);
     }
-    return true;
+    return victims;
   };
 
   return {
@@ -221,10 +235,30 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     }
     if (!release) return 'failed';
     try {
-      await resync();
+      // What the other processes stored and evicted since this one last looked: the journal's new lines, or, when
+      // they cannot be trusted to be all of it, the folder itself.
+      const changes = await journal.readNew();
+      if (changes === 'list' || options.listOnEveryStore) await resync();
+      else catchUp(changes);
       return await write(key, entry);
     } finally {
       await release();
+    }
+  }
+
+  /** Applies what the journal says other processes stored and evicted. */
+  function catchUp(changes: readonly JournalChange[]): void {
+    for (const change of changes) {
+      const known = index.get(change.key);
+      if (change.bytes === undefined) {
+        if (!known || known.writing) continue;
+        index.delete(change.key);
+        total -= known.bytes;
+      } else if (!known) {
+        // Stored by another process since this one looked: recent, so last in the eviction order.
+        index.set(change.key, { bytes: change.bytes, writing: false });
+        total += change.bytes;
+      }
     }
   }
 
@@ -254,7 +288,8 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     if (bytes.length > maxBytes) return 'too-large';
     // Already there: stored by another process while this one generated it too (a claim broken as stale).
     if (index.has(key)) return 'stored';
-    if (!(await makeRoom(bytes.length))) return 'no-room';
+    const evicted = await makeRoom(bytes.length);
+    if (!evicted) return 'no-room';
     const known: Known = { bytes: bytes.length, writing: true };
     index.set(key, known);
     total += bytes.length;
@@ -268,6 +303,9 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       } finally {
         await handle.close();
       }
+      // Journaled before the rename, and an eviction after its unlink: a crash between leaves the other processes
+      // counting a file that is not there (which keeps the bound), never missing one that is.
+      await journal.append([...evicted.map((victim) => ({ key: victim })), { key, bytes: bytes.length }]);
       await rename(temp, pathOf(key));
       known.writing = false;
       return 'stored';
