@@ -56,7 +56,8 @@ export interface HeraldProcess {
 
 /**
  * Starts `node [flags] src/index.ts` in `cwd` with exactly `env` (and PATH); with `entry: 'shards'`, the sharding
- * manager (`src/shard/main.ts`, which reads SHARD_COUNT from `env`) instead.
+ * manager (`src/shard/main.ts`, which reads SHARD_COUNT from `env`) instead. With `bundle` (a folder scripts/build.ts
+ * built, dist/ for `npm start`), the same entry of the bundle.
  */
 export function startHeraldProcess(
   env: Record<string, string>,
@@ -64,13 +65,19 @@ export function startHeraldProcess(
   cwd: string,
   options: {
     readonly entry?: 'index' | 'shards';
+    /** Run the bundle in this folder (dist/ is what `npm start` runs) instead of the sources. */
+    readonly bundle?: string;
     /** The process's nice value (its shard processes inherit it): above 0, the machine's other work goes first. */
     readonly nice?: number;
     /** A file that receives everything it writes, as it writes it (the whole log, not only the kept tail). */
     readonly logFile?: string;
   } = {},
 ): HeraldProcess {
-  const script = options.entry === 'shards' ? SHARDS : INDEX;
+  const script = options.bundle
+    ? join(options.bundle, options.entry === 'shards' ? join('shard', 'main.js') : 'index.js')
+    : options.entry === 'shards'
+      ? SHARDS
+      : INDEX;
   const child = spawn(process.execPath, [...flags, script], {
     cwd,
     // The shard processes are forked by discord.js's ShardingManager without the manager's flags: they get them

@@ -1,6 +1,8 @@
 /**
- * `npm run bench:restart [-- --shards=4] [--only=one|shards]`: figure P7, restart → voice, side by side for the
- * default start (one process) and shard processes (`npm run start:shards`, SHARD_COUNT=4), as an operator lives it.
+ * `npm run bench:restart [-- --shards=4] [--only=one|shards] [--from=bundle|source|both]`: figure P7, restart →
+ * voice, side by side for the default start (one process) and shard processes (`npm run start:shards`,
+ * SHARD_COUNT=4), as an operator lives it: from the bundle `npm start` runs (dist/, built first when stale), or from
+ * the sources as the tests run them, or both in one run.
  * Three servers, each on a different shard of four (Discord's `(guild_id >> 22) % 4`), each with a member in voice
  * and a queue of three sentences; while they speak, Herald is stopped — a planned restart (SIGTERM, then start),
  * then a crash (`kill -9` of the process or the manager, then start) — and the bench times, for each server, how
@@ -18,6 +20,7 @@ import { join } from 'node:path';
 import { type DiscordEmulator, shardOf, startDiscordEmulator } from '../emulators/discord/index.ts';
 import { trustedTestCertificate } from '../emulators/discord/tls.ts';
 import { startTtsEmulator } from '../emulators/tts/index.ts';
+import { DIST, ensureBundle } from '../scripts/build.ts';
 import { heraldEnv } from '../test/e2e/harness.ts';
 import { round, type Server, settle, sleep, utteranceOf } from './common.ts';
 import { type HeraldProcess, startHeraldProcess } from './herald-process.ts';
@@ -27,11 +30,16 @@ const SHARDS = Number(
   /^--shards=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--shards=')) ?? '')?.[1] ?? 4,
 );
 const ONLY = /^--only=(one|shards)$/.exec(process.argv.find((a) => a.startsWith('--only=')) ?? '')?.[1];
+const FROM =
+  /^--from=(bundle|source|both)$/.exec(process.argv.find((a) => a.startsWith('--from=')) ?? '')?.[1] ??
+  'bundle';
 
 /** One footing's figures. */
 interface Footing {
   readonly footing: string;
   readonly processes: number;
+  /** What ran: the bundle `npm start` runs, or the sources. */
+  readonly from: 'bundle' | 'source';
   readonly idleRssMb: number;
   readonly startToReadyMs: number;
   readonly restarts: Record<'sigterm' | 'kill9', Restart>;
@@ -53,8 +61,11 @@ interface Restart {
 async function main(): Promise<void> {
   const startedAt = new Date().toISOString();
   const footings: Footing[] = [];
+  const froms: readonly ('bundle' | 'source')[] =
+    FROM === 'both' ? ['bundle', 'source'] : [FROM === 'source' ? 'source' : 'bundle'];
+  if (froms.includes('bundle')) await ensureBundle();
   for (const footing of ONLY ? [ONLY] : ['one', 'shards']) {
-    footings.push(await measure(footing === 'shards' ? SHARDS : 1));
+    for (const from of froms) footings.push(await measure(footing === 'shards' ? SHARDS : 1, from));
   }
   const machine = machineOf();
   const file = writeResult('restart', startedAt, machine, { figure: 'P7 restart → voice', footings });
@@ -73,8 +84,8 @@ async function main(): Promise<void> {
   console.log(`\nwrote ${file}`);
 }
 
-async function measure(processes: number): Promise<Footing> {
-  const footing = processes === 1 ? 'one process (npm start)' : `${processes} shard processes`;
+async function measure(processes: number, from: 'bundle' | 'source'): Promise<Footing> {
+  const footing = `${processes === 1 ? 'one process (npm start)' : `${processes} shard processes`}, from the ${from === 'bundle' ? 'bundle' : 'sources'}`;
   console.log(`— ${footing}`);
   // Real time: a queue of three sentences of 3 s is still being said when Herald stops.
   const [discord, tts] = await Promise.all([
@@ -92,7 +103,10 @@ async function measure(processes: number): Promise<Footing> {
     ...(processes === 1 ? { SHARD_COUNT: '' } : { SHARD_COUNT: String(processes) }),
   };
   const start = (): HeraldProcess =>
-    startHeraldProcess(env, [], dataDir, { entry: processes === 1 ? 'index' : 'shards' });
+    startHeraldProcess(env, [], dataDir, {
+      entry: processes === 1 ? 'index' : 'shards',
+      ...(from === 'bundle' ? { bundle: DIST } : {}),
+    });
   let herald: HeraldProcess | undefined;
   try {
     const startedAt = performance.now();
@@ -137,7 +151,7 @@ async function measure(processes: number): Promise<Footing> {
       };
       console.log(`  ${kind}: ${JSON.stringify(restarts[kind])}`);
     }
-    return { footing, processes, idleRssMb, startToReadyMs: round(startToReadyMs, 0), restarts };
+    return { footing, processes, from, idleRssMb, startToReadyMs: round(startToReadyMs, 0), restarts };
   } finally {
     await herald?.stop();
     await Promise.all([discord.close(), tts.close()]);

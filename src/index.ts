@@ -2,7 +2,7 @@ import 'dotenv/config';
 import { existsSync } from 'node:fs';
 import module from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import { isUnconfigured, parseConfig, secretsOf } from './config.ts';
 import type { Herald } from './herald.ts';
 import { createLogger } from './log.ts';
@@ -19,8 +19,11 @@ import { machineShape } from './shard/machine.ts';
 // operator's own NODE_COMPILE_CACHE (or NODE_DISABLE_COMPILE_CACHE) wins.
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'herald-node-compile-cache');
 module.enableCompileCache?.(process.env.NODE_COMPILE_CACHE);
+// `npm start` runs the bundle (dist/index.js, beside dist/shard/main.js: scripts/build.ts), tests the sources: the
+// sharding manager is the entry beside this one, whichever it is. The sandbox is never bundled: dist/ lies beside
+// src/, so the same path finds it from either.
 const SANDBOX = new URL('../sandbox/main.ts', import.meta.url);
-const SHARDS = new URL('./shard/main.ts', import.meta.url);
+const SHARDS = new URL(`./shard/main${extname(import.meta.filename)}`, import.meta.url);
 // Set but empty is unset, as everywhere in Herald's configuration (a .env copied from .env.example says
 // `SHARD_COUNT=`). discord.js also reads SHARD_COUNT and SHARDS from the environment on its own, and takes '' for 0:
 // "The shardCount option must be a number greater than or equal to 1".

@@ -1,7 +1,7 @@
 import 'dotenv/config';
 import module from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import { parseConfig, secretsOf } from '../config.ts';
 import { createLogger } from '../log.ts';
 import type { ShardGroup } from './manager.ts';
@@ -51,7 +51,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 try {
-  group = await startShardGroup({ config, script: join(import.meta.dirname, '..', 'index.ts'), logger });
+  // Each shard runs the entry beside this one: src/index.ts from the sources, dist/index.js from the bundle.
+  const script = join(import.meta.dirname, '..', `index${extname(import.meta.filename)}`);
+  group = await startShardGroup({ config, script, logger });
 } catch (error) {
   logger.error('the shards could not start', { err: error });
   stop(1);
