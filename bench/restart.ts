@@ -1,8 +1,8 @@
 /**
- * `npm run bench:restart [-- --shards=4] [--only=one|shards] [--from=bundle|source|both]`: figure P7, restart →
+ * `npm run bench:restart [-- --shards=4] [--only=one|shards] [--from=bundle|source|both] [--runs=1]`: figure P7, restart →
  * voice, side by side for the default start (one process) and shard processes (`npm run start:shards`,
  * SHARD_COUNT=4), as an operator lives it: from the bundle `npm start` runs (dist/, built first when stale), or from
- * the sources as the tests run them, or both in one run.
+ * the sources as the tests run them, or both in one run; `--runs` repeats the whole set, every run in one result file.
  * Three servers, each on a different shard of four (Discord's `(guild_id >> 22) % 4`), each with a member in voice
  * and a queue of three sentences; while they speak, Herald is stopped — a planned restart (SIGTERM, then start),
  * then a crash (`kill -9` of the process or the manager, then start) — and the bench times, for each server, how
@@ -30,12 +30,15 @@ const SHARDS = Number(
   /^--shards=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--shards=')) ?? '')?.[1] ?? 4,
 );
 const ONLY = /^--only=(one|shards)$/.exec(process.argv.find((a) => a.startsWith('--only=')) ?? '')?.[1];
+const RUNS = Number(/^--runs=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--runs=')) ?? '')?.[1] ?? 1);
 const FROM =
   /^--from=(bundle|source|both)$/.exec(process.argv.find((a) => a.startsWith('--from=')) ?? '')?.[1] ??
   'bundle';
 
 /** One footing's figures. */
 interface Footing {
+  /** Which of the `--runs` it is, from 1. */
+  readonly run: number;
   readonly footing: string;
   readonly processes: number;
   /** What ran: the bundle `npm start` runs, or the sources. */
@@ -64,8 +67,10 @@ async function main(): Promise<void> {
   const froms: readonly ('bundle' | 'source')[] =
     FROM === 'both' ? ['bundle', 'source'] : [FROM === 'source' ? 'source' : 'bundle'];
   if (froms.includes('bundle')) await ensureBundle();
-  for (const footing of ONLY ? [ONLY] : ['one', 'shards']) {
-    for (const from of froms) footings.push(await measure(footing === 'shards' ? SHARDS : 1, from));
+  for (let run = 1; run <= RUNS; run++) {
+    for (const footing of ONLY ? [ONLY] : ['one', 'shards']) {
+      for (const from of froms) footings.push(await measure(run, footing === 'shards' ? SHARDS : 1, from));
+    }
   }
   const machine = machineOf();
   const file = writeResult('restart', startedAt, machine, { figure: 'P7 restart → voice', footings });
@@ -73,7 +78,7 @@ async function main(): Promise<void> {
   console.log('\nP7 restart → voice (three servers on three shards of four, each mid-queue)');
   for (const f of footings) {
     console.log(
-      `${f.footing}: idle ${f.idleRssMb} MB, start → ready ${(f.startToReadyMs / 1000).toFixed(1)} s`,
+      `${RUNS > 1 ? `run ${f.run}, ` : ''}${f.footing}: idle ${f.idleRssMb} MB, start → ready ${(f.startToReadyMs / 1000).toFixed(1)} s`,
     );
     for (const [kind, r] of Object.entries(f.restarts)) {
       console.log(
@@ -84,7 +89,7 @@ async function main(): Promise<void> {
   console.log(`\nwrote ${file}`);
 }
 
-async function measure(processes: number, from: 'bundle' | 'source'): Promise<Footing> {
+async function measure(run: number, processes: number, from: 'bundle' | 'source'): Promise<Footing> {
   const footing = `${processes === 1 ? 'one process (npm start)' : `${processes} shard processes`}, from the ${from === 'bundle' ? 'bundle' : 'sources'}`;
   console.log(`— ${footing}`);
   // Real time: a queue of three sentences of 3 s is still being said when Herald stops.
@@ -151,7 +156,7 @@ async function measure(processes: number, from: 'bundle' | 'source'): Promise<Fo
       };
       console.log(`  ${kind}: ${JSON.stringify(restarts[kind])}`);
     }
-    return { footing, processes, from, idleRssMb, startToReadyMs: round(startToReadyMs, 0), restarts };
+    return { run, footing, processes, from, idleRssMb, startToReadyMs: round(startToReadyMs, 0), restarts };
   } finally {
     await herald?.stop();
     await Promise.all([discord.close(), tts.close()]);
