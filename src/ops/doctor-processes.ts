@@ -38,7 +38,7 @@ export function processesCheck(shards: ShardConfig, plan: ProcessPlan): DoctorCh
       status: 'ok',
       detail:
         plan.cores > 1 && more >= 2
-          ? `npm start runs one process (the default, about 160 MB idle); SHARD_PROCESSES=auto would run ${more} shard processes on this machine's ${cores}, for the most voices at once (about 800 MB idle)`
+          ? `npm start runs one process (the default, about 120 MB idle); SHARD_PROCESSES=auto would run ${more} shard processes on this machine's ${cores}, for the most voices at once (about 600 MB idle)`
           : plan.cores > 1
             ? `npm start runs one process, on one of this machine's ${cores}: its ${memory} are too little for shard processes (${each})`
             : 'npm start runs one process (one core)',

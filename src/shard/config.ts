@@ -26,15 +26,15 @@ export const MAX_SHARD_COUNT = 10_000;
 export const ONE_SHARD: ShardConfig = { count: 1, ids: [0], managed: false };
 
 /**
- * At most this many shard processes with `SHARD_PROCESSES=auto`: each is a process of its own (about 150 MB idle)
+ * At most this many shard processes with `SHARD_PROCESSES=auto`: each is a process of its own (about 120 MB idle)
  * and an IDENTIFY of Discord's 1,000 a day, so a large machine is sized by its operator, not by its core count.
  */
 export const MAX_DEFAULT_SHARDS = 16;
 
 /**
- * The memory each shard process `SHARD_PROCESSES=auto` runs is given: about 150 MB idle, some 350–400 MB with 250
+ * The memory each shard process `SHARD_PROCESSES=auto` runs is given: about 120 MB idle, some 350–400 MB with 250
  * voices playing (docs/performance.md), and room for the system beside them. A machine (or a container's memory
- * limit) with less than twice this runs one process, which idles at about 160 MB.
+ * limit) with less than twice this runs one process, which idles at about 120 MB.
  */
 export const SHARD_PROCESS_MEMORY_BYTES = 512 * 1024 * 1024;
 
@@ -51,8 +51,8 @@ export interface MachineShape {
 
 /**
  * How many shard processes `npm start` runs on this machine. By default none: one process, which is what a bot of a
- * few dozen, or a few hundred, servers needs (it idles at about 160 MB against 770–860 MB for four shard processes,
- * is back in voice 1.8 s after a restart, and pays a sentence once; docs/scaling.md has the figures and the
+ * few dozen, or a few hundred, servers needs (from the bundle `npm start` runs, it idles at about 120 MB against
+ * 580 MB for four shard processes, is back in voice 0.4–0.5 s after it starts again, and pays a sentence once; docs/scaling.md has the figures and the
  * commands that print them). `SHARD_PROCESSES=N` runs N shard processes (one shard each) and their manager;
  * `SHARD_PROCESSES=auto` sizes them to the machine: twice the cores it may use (on two cores, four shards held the
  * most voices), at most {@link MAX_DEFAULT_SHARDS}, and no more than its memory holds at
