@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DiscordEmulator, type Guild, type Member, shardOf } from '../../emulators/discord/index.ts';
 import type { TtsEmulator } from '../../emulators/tts/index.ts';
 import { buildBundle, isFresh } from '../../scripts/build.ts';
-import { run, type Spawned } from '../support/process.ts';
+import { linesOf, run, type Spawned } from '../support/process.ts';
 import { closeShardWorld, type ShardWorld, startShardWorld } from '../support/shard-world.ts';
 import { heraldEnv } from './harness.ts';
 
@@ -72,13 +72,6 @@ async function expectHeard(server: { guild: Guild; member: Member }, text: strin
   expect(reply.content).toMatch(/^(Speaking now|Joining your channel)/);
   await voice.untilFrames(10, { timeoutMs: 20_000 });
 }
-
-const linesOf = (group: Spawned): Record<string, unknown>[] =>
-  group
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 describe('the bundle npm start runs', () => {
   it('records what it was built from: a change to any of it, or no record, makes it stale', () => {

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DiscordEmulator, type Guild, type Member, shardOf } from '../../emulators/discord/index.ts';
 import { expectedDurationMs, type TtsEmulator } from '../../emulators/tts/index.ts';
-import { run, type Spawned } from '../support/process.ts';
+import { linesOf, run, type Spawned } from '../support/process.ts';
 import { closeShardWorld, type ShardWorld, startShardWorld } from '../support/shard-world.ts';
 import { heraldEnv } from './harness.ts';
 
@@ -36,14 +36,6 @@ function serverOnShard3(name: string): { guild: Guild; member: Member } {
     return { guild, member };
   }
 }
-
-/** JSON log lines of a group (the manager's and every shard's). */
-const linesOf = (group: Spawned): Record<string, unknown>[] =>
-  group
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 describe('npm run start:shards stopped while shard 3 speaks', () => {
   for (const [shape, signal] of [

@@ -19,7 +19,7 @@ import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts
 import { defaultShardProcesses } from '../../src/shard/config.ts';
 import { machineShape } from '../../src/shard/machine.ts';
 import { createDatabase } from '../support/postgres.ts';
-import { run, type Spawned } from '../support/process.ts';
+import { linesOf, run, type Spawned } from '../support/process.ts';
 import { heraldEnv } from './harness.ts';
 
 // `npm run start:shards` end to end: the sharding manager and its shard processes (real child processes of
@@ -112,14 +112,6 @@ async function stopGroup(group: Spawned): Promise<void> {
   const { code } = await group.done;
   expect(code).toBe(0);
 }
-
-/** JSON log lines of a group (the manager's and every shard's). */
-const linesOf = (group: Spawned): Record<string, unknown>[] =>
-  group
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 /** The pid of a shard's current process, from the manager's log. */
 const pidOf = (group: Spawned, shard: number): number | undefined =>

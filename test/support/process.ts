@@ -126,3 +126,11 @@ export function compileCache(): Record<string, string> {
 
 /** The name the shard tests use. */
 export type Spawned = RunningProcess;
+
+/** The JSON log lines a process (or a group: the manager's and every shard's) printed so far. */
+export const linesOf = (spawned: RunningProcess): Record<string, unknown>[] =>
+  spawned
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
