@@ -2,9 +2,11 @@
  * Benchmark: what one store into a full audio cache costs, with the folder shared by several processes. Fills a
  * folder with ENTRIES entries (as a 256 MB cache of short sentences holds, ~20,000), opens it from PROCESSES disk
  * caches (each as a Herald process opens it; the journal and the locks are files, so one Node process shows the same
- * work), and has them store STORES new entries in turn, each evicting the least recently used: the CPU and the wall
- * time per store, with the journal (as Herald runs) and with every store listing the folder (as before the journal),
- * side by side. Run: `npm run bench:cache-store` (ENTRIES=…, STORES=…); writes bench/results/cache-store-….json.
+ * work), and has them store STORES new entries, each evicting the least recently used: in turn, and as a rush's misses
+ * come (all asked at once, spread over the caches). The CPU and the wall time per store, side by side: as Herald
+ * stores (the folder's journal; stores asked meanwhile made together under one hold of the store lock; files not
+ * synced), one by one with each file synced (as before), and listing the folder on every store (as before the
+ * journal). Run: `npm run bench:cache-store` (ENTRIES=…, STORES=…); writes bench/results/cache-store-….json.
  */
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,7 +20,8 @@ import { machineOf, writeResult } from './result-file.ts';
 const ENTRIES = Number(process.env.ENTRIES ?? 20_000);
 const STORES = Number(process.env.STORES ?? 400);
 const PROCESSES = 4;
-const AUDIO_BYTES = 1_000;
+/** About 2 s of speech: the short sentences a cache pays off for. */
+const AUDIO_BYTES = 8_000;
 const ROUNDS = 3;
 
 const entry = (): Entry => ({
@@ -35,8 +38,16 @@ const entry = (): Entry => ({
 });
 const fileBytes = encodeEntry(entry().meta, entry().audio).length;
 
+/** How a round stores. */
+interface Way {
+  /** All asked at once (a rush), rather than each after the one before. */
+  readonly burst: boolean;
+  readonly listOnEveryStore: boolean;
+  readonly storeOneByOne: boolean;
+}
+
 /** Per store, the CPU ms and wall ms of one round in a freshly filled folder. */
-async function round(listOnEveryStore: boolean): Promise<{ cpuMs: number; wallMs: number }> {
+async function round(way: Way): Promise<{ cpuMs: number; wallMs: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'herald-cache-store-'));
   try {
     const file = encodeEntry(entry().meta, entry().audio);
@@ -46,7 +57,8 @@ async function round(listOnEveryStore: boolean): Promise<{ cpuMs: number; wallMs
       maxBytes: fileBytes * ENTRIES,
       maxAgeMs: 86_400_000,
       logger: silentLogger,
-      listOnEveryStore,
+      listOnEveryStore: way.listOnEveryStore,
+      storeOneByOne: way.storeOneByOne,
     };
     const caches: DiskCache[] = [];
     for (let i = 0; i < PROCESSES; i++) caches.push(await openDiskCache(options));
@@ -54,10 +66,12 @@ async function round(listOnEveryStore: boolean): Promise<{ cpuMs: number; wallMs
     for (const [i, cache] of caches.entries()) await cache.put(`warm-${i}`, entry());
     const cpu = process.cpuUsage();
     const started = performance.now();
-    for (let i = 0; i < STORES; i++) {
+    const store = async (i: number): Promise<void> => {
       const outcome = await caches[i % PROCESSES]?.put(`new-${i}`, entry());
       if (outcome !== 'stored') throw new Error(`store ${i}: ${outcome}`);
-    }
+    };
+    if (way.burst) await Promise.all(Array.from({ length: STORES }, (_, i) => store(i)));
+    else for (let i = 0; i < STORES; i++) await store(i);
     return { cpuMs: cpuMsSince(cpu) / STORES, wallMs: (performance.now() - started) / STORES };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -70,12 +84,16 @@ console.log(
   `${ENTRIES} entries in the folder, ${PROCESSES} caches on it, ${STORES} stores each evicting one; ${JSON.stringify(machine)}`,
 );
 const figures: Record<string, { cpuMsPerStore: number; wallMsPerStore: number }> = {};
-for (const [name, list] of [
-  ['journal', false],
-  ['list every store', true],
-] as const) {
+const ways: Record<string, Way> = {
+  'in turn, as Herald stores': { burst: false, listOnEveryStore: false, storeOneByOne: false },
+  'in turn, one by one, synced': { burst: false, listOnEveryStore: false, storeOneByOne: true },
+  'in turn, listing the folder': { burst: false, listOnEveryStore: true, storeOneByOne: true },
+  'at once, as Herald stores': { burst: true, listOnEveryStore: false, storeOneByOne: false },
+  'at once, one by one, synced': { burst: true, listOnEveryStore: false, storeOneByOne: true },
+};
+for (const [name, way] of Object.entries(ways)) {
   const rounds: { cpuMs: number; wallMs: number }[] = [];
-  for (let r = 0; r < ROUNDS; r++) rounds.push(await round(list));
+  for (let r = 0; r < ROUNDS; r++) rounds.push(await round(way));
   figures[name] = {
     cpuMsPerStore: median(
       rounds.map((one) => one.cpuMs),
@@ -87,7 +105,7 @@ for (const [name, list] of [
     ),
   };
   console.log(
-    `${name.padEnd(18)} CPU ${figures[name].cpuMsPerStore} ms per store, wall ${figures[name].wallMsPerStore} ms (median of ${ROUNDS} rounds)`,
+    `${name.padEnd(28)} CPU ${figures[name].cpuMsPerStore} ms per store, wall ${figures[name].wallMsPerStore} ms (median of ${ROUNDS} rounds)`,
   );
 }
 const file = writeResult('cache-store', startedAt, machine, {

@@ -28,6 +28,11 @@ export interface DiskCacheOptions {
    * reading what the journal says changed.
    */
   readonly listOnEveryStore?: boolean;
+  /**
+   * A diagnostic for `npm run bench:cache-store`: stores as before batching, each taking the store lock alone and
+   * syncing its file to disk before the rename.
+   */
+  readonly storeOneByOne?: boolean;
 }
 
 /**
@@ -53,7 +58,10 @@ export interface DiskCache {
   claimed(key: string): Promise<boolean>;
   /** The verified entry, or why there is none; a damaged file is deleted. */
   get(key: string): Promise<DiskLookup>;
-  /** Stores an entry atomically (temporary file, fsync, rename), evicting the least recently used to make room. */
+  /**
+   * Stores an entry atomically (a temporary file, then a rename), evicting the least recently used to make room.
+   * Stores asked for while this process waits for the folder's store lock are made together under one hold of it.
+   */
   put(key: string, entry: Entry): Promise<PutOutcome>;
   /**
    * Bytes the folder's entries (and files being written) take, as this process last saw the folder (at open, on
@@ -80,6 +88,19 @@ interface Known {
 const STORE_LOCK = `store${LOCK_SUFFIX}`;
 /** How often a store waiting for another process's store looks again. */
 const STORE_LOCK_POLL_MS = 10;
+/**
+ * At most this many stores under one hold of the store lock: a rush's misses are stored together (one lock, one
+ * read and one append of the journal for all of them), while the other processes' stores wait at most this many.
+ */
+const STORES_PER_HOLD = 32;
+
+/** A store asked for and not yet made. */
+interface PendingStore {
+  readonly key: string;
+  readonly entry: Entry;
+  readonly done: (outcome: PutOutcome) => void;
+  readonly fail: (error: unknown) => void;
+}
 
 /**
  * Opens the cache folder, which every Herald process on this machine shares: deletes leftovers (temporary files and
@@ -127,7 +148,8 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     total += file.bytes;
   }
 
-  let writes: Promise<unknown> = Promise.resolve();
+  const pending: PendingStore[] = [];
+  let storing = false;
 
   const forget = async (key: string): Promise<void> => {
     const known = index.get(key);
@@ -215,17 +237,36 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     },
 
     put(key, entry) {
-      // One write at a time, machine-wide: eviction and writing then never overlap, so the folder never passes the
-      // bound, even for an instant. Writes happen only on misses, so the queue stays short.
-      const run = writes.then(() => storeLocked(key, entry));
-      writes = run.catch(() => undefined);
-      return run;
+      // Stores happen under the folder's store lock, machine-wide: eviction and writing then never overlap, so the
+      // folder never passes the bound, even for an instant. The ones asked for meanwhile wait and go together.
+      return new Promise<PutOutcome>((done, fail) => {
+        pending.push({ key, entry, done, fail });
+        if (!storing) void drain();
+      });
     },
     claim: (key) => tryLock(join(dir, `${key}${LOCK_SUFFIX}`)),
     claimed: async (key) => !(await isFreeOrStale(join(dir, `${key}${LOCK_SUFFIX}`))),
   };
 
-  async function storeLocked(key: string, entry: Entry): Promise<PutOutcome> {
+  /** Makes the pending stores, a hold of the store lock at a time, until none is left. */
+  async function drain(): Promise<void> {
+    storing = true;
+    try {
+      while (pending.length > 0) {
+        const batch = pending.splice(0, options.storeOneByOne ? 1 : STORES_PER_HOLD);
+        try {
+          const outcomes = await storeLocked(batch);
+          batch.forEach((store, i) => store.done(outcomes[i] ?? 'failed'));
+        } catch (error) {
+          for (const store of batch) store.fail(error);
+        }
+      }
+    } finally {
+      storing = false;
+    }
+  }
+
+  async function storeLocked(batch: readonly PendingStore[]): Promise<PutOutcome[]> {
     const lockPath = join(dir, STORE_LOCK);
     let release = await tryLock(lockPath);
     // Another process's store takes milliseconds; a dead one's lock is broken by tryLock.
@@ -233,14 +274,14 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       await delay(STORE_LOCK_POLL_MS);
       release = await tryLock(lockPath);
     }
-    if (!release) return 'failed';
+    if (!release) return batch.map(() => 'failed');
     try {
       // What the other processes stored and evicted since this one last looked: the journal's new lines, or, when
       // they cannot be trusted to be all of it, the folder itself.
       const changes = await journal.readNew();
       if (changes === 'list' || options.listOnEveryStore) await resync();
       else catchUp(changes);
-      return await write(key, entry);
+      return await writeAll(batch);
     } finally {
       await release();
     }
@@ -283,40 +324,98 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     }
   }
 
-  async function write(key: string, entry: Entry): Promise<PutOutcome> {
-    const bytes = encodeEntry(entry.meta, entry.audio);
-    if (bytes.length > maxBytes) return 'too-large';
-    // Already there: stored by another process while this one generated it too (a claim broken as stale).
-    if (index.has(key)) return 'stored';
-    const evicted = await makeRoom(bytes.length);
-    if (!evicted) return 'no-room';
-    const known: Known = { bytes: bytes.length, writing: true };
-    index.set(key, known);
-    total += bytes.length;
-    const temp = join(dir, `${key}.${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`);
+  /**
+   * Writes each entry of the batch to a temporary file (evicting to make room first), then journals the batch's
+   * evictions and entries in one append, then renames the files into place: an entry is journaled before its
+   * rename, an eviction after its unlink, so a crash between leaves the other processes counting a file that is not
+   * there (which keeps the bound), never missing one that is.
+   */
+  async function writeAll(batch: readonly PendingStore[]): Promise<PutOutcome[]> {
+    const outcomes: PutOutcome[] = [];
+    const changes: JournalChange[] = [];
+    const written: { key: string; known: Known; temp: string; at: number }[] = [];
+    for (const { key, entry } of batch) {
+      const bytes = encodeEntry(entry.meta, entry.audio);
+      if (bytes.length > maxBytes) {
+        outcomes.push('too-large');
+        continue;
+      }
+      // Already there: stored by another process while this one generated it too (a claim broken as stale), or
+      // asked twice in this batch.
+      if (index.has(key)) {
+        outcomes.push('stored');
+        continue;
+      }
+      const evicted = await makeRoom(bytes.length);
+      if (!evicted) {
+        outcomes.push('no-room');
+        continue;
+      }
+      changes.push(...evicted.map((victim) => ({ key: victim })));
+      const known: Known = { bytes: bytes.length, writing: true };
+      index.set(key, known);
+      total += bytes.length;
+      const temp = join(dir, `${key}.${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`);
+      if (await writeTemp(temp, bytes)) {
+        written.push({ key, known, temp, at: outcomes.length });
+        changes.push({ key, bytes: bytes.length });
+        outcomes.push('stored');
+      } else {
+        forgetWriting(key, known);
+        outcomes.push('failed');
+      }
+    }
+    try {
+      await journal.append(changes);
+    } catch (error) {
+      // Not journaled: the other processes would not count these files, so they are not put in place.
+      logger.warn('could not write the audio cache journal', { err: error });
+      for (const file of written) {
+        await unlink(file.temp).catch(() => {});
+        forgetWriting(file.key, file.known);
+        outcomes[file.at] = 'failed';
+      }
+      return outcomes;
+    }
+    for (const file of written) {
+      try {
+        await rename(file.temp, pathOf(file.key));
+        file.known.writing = false;
+      } catch (error) {
+        logger.warn('could not write an audio cache file', { err: error });
+        await unlink(file.temp).catch(() => {});
+        forgetWriting(file.key, file.known);
+        outcomes[file.at] = 'failed';
+      }
+    }
+    return outcomes;
+  }
+
+  /** Writes a temporary file; false (the file removed, the failure logged) when it could not. */
+  async function writeTemp(temp: string, bytes: Buffer): Promise<boolean> {
     try {
       const handle = await open(temp, 'wx', 0o600);
       try {
         await handle.writeFile(bytes);
-        // Data on disk before the name: after a crash the name points at whole audio or at nothing.
-        await handle.sync();
+        // Not synced by default: a read verifies every entry (its audio's SHA-256), so a file a power loss left
+        // damaged is deleted and generated again; a crash of the process loses nothing the kernel was given.
+        if (options.storeOneByOne) await handle.sync();
       } finally {
         await handle.close();
       }
-      // Journaled before the rename, and an eviction after its unlink: a crash between leaves the other processes
-      // counting a file that is not there (which keeps the bound), never missing one that is.
-      await journal.append([...evicted.map((victim) => ({ key: victim })), { key, bytes: bytes.length }]);
-      await rename(temp, pathOf(key));
-      known.writing = false;
-      return 'stored';
+      return true;
     } catch (error) {
       logger.warn('could not write an audio cache file', { err: error });
       await unlink(temp).catch(() => {});
-      if (index.get(key) === known) {
-        index.delete(key);
-        total -= known.bytes;
-      }
-      return 'failed';
+      return false;
+    }
+  }
+
+  /** Takes an entry that will not be stored after all out of the index. */
+  function forgetWriting(key: string, known: Known): void {
+    if (index.get(key) === known) {
+      index.delete(key);
+      total -= known.bytes;
     }
   }
 }

@@ -96,6 +96,36 @@ describe('the disk cache', () => {
     expect(evicted).toBe(stored - disk.size);
   });
 
+  it('stores a burst asked at once together: each told its outcome, the least recently used evicted, the bound kept, and another process on the folder counting every entry', async () => {
+    const dir = folder();
+    const bound = fileSize(entry(1_000)) * 5 + 10;
+    const options = { dir, maxBytes: bound, maxAgeMs: DAY, logger: silentLogger };
+    const disk = await openDiskCache(options);
+    const other = await openDiskCache(options);
+    // Each has stored once, so each reads the folder's journal from here on (not a listing of the folder).
+    expect(await disk.put('old1', entry(1_000))).toBe('stored');
+    expect(await other.put('old2', entry(1_000))).toBe('stored');
+    expect(await disk.put('old3', entry(1_000))).toBe('stored');
+    // Asked while the first of them holds the store lock: the rest go together under the next hold.
+    const burst = ['n1', 'n2', 'n3', 'n4'];
+    const outcomes = await Promise.all([
+      ...burst.map((key) => disk.put(key, entry(1_000))),
+      disk.put('huge', entry(bound)),
+    ]);
+    expect(outcomes).toEqual(['stored', 'stored', 'stored', 'stored', 'too-large']);
+    for (const key of burst) expect((await disk.get(key)).kind).toBe('hit');
+    expect((await disk.get('old1')).kind).toBe('miss');
+    expect((await disk.get('old2')).kind).toBe('miss');
+    expect((await disk.get('old3')).kind).toBe('hit');
+    expect(onDisk(dir)).toBeLessThanOrEqual(bound);
+    expect(disk.bytes).toBe(onDisk(dir));
+    // The other process learns the burst and its evictions from the folder's journal at its next store.
+    expect(await other.put('later', entry(1_000))).toBe('stored');
+    expect(other.bytes).toBe(onDisk(dir));
+    expect(other.size).toBe(5);
+    expect(onDisk(dir)).toBeLessThanOrEqual(bound);
+  });
+
   it('refuses an entry larger than the whole cache', async () => {
     const disk = await openDiskCache({ dir: folder(), maxBytes: 500, maxAgeMs: DAY, logger: silentLogger });
     expect(await disk.put('big', entry(1_000))).toBe('too-large');
