@@ -256,7 +256,7 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
         const batch = pending.splice(0, options.storeOneByOne ? 1 : STORES_PER_HOLD);
         try {
           const outcomes = await storeLocked(batch);
-          batch.forEach((store, i) => store.done(outcomes[i] ?? 'failed'));
+          for (const [i, store] of batch.entries()) store.done(outcomes[i] ?? 'failed');
         } catch (error) {
           for (const store of batch) store.fail(error);
         }
