@@ -11,7 +11,7 @@
  * files at run time (pino's worker-thread transports).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { build } from 'rolldown';
 
@@ -97,7 +97,8 @@ export async function buildBundle(outDir = DIST): Promise<void> {
         dir: building,
         format: 'esm',
         chunkFileNames: 'chunks/[name]-[hash].js',
-        // Stack traces name Herald's sources, not the bundle's lines.
+        // For stack traces that name Herald's sources: NODE_OPTIONS=--enable-source-maps (off by default: parsing the
+        // maps adds about 0.1 s of CPU to every process's start).
         sourcemap: true,
       },
     });
@@ -122,17 +123,16 @@ export async function buildBundle(outDir = DIST): Promise<void> {
 /** Builds dist/ when it does not match the tree; true when it did. */
 export async function ensureBundle(outDir = DIST): Promise<boolean> {
   if (isFresh(outDir)) return false;
-  mkdirSync(join(outDir, '..'), { recursive: true });
   await buildBundle(outDir);
   return true;
 }
 
 if (import.meta.main) {
   const startedAt = performance.now();
-  const force = process.argv.includes('--force');
   try {
-    if (force) await buildBundle();
-    const built = force || (await ensureBundle());
+    const built = process.argv.includes('--force')
+      ? await buildBundle().then(() => true)
+      : await ensureBundle();
     if (built) {
       const ms = Math.round(performance.now() - startedAt);
       process.stderr.write(`Herald: bundled into ${relative(process.cwd(), DIST) || '.'} in ${ms} ms\n`);

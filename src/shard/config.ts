@@ -52,8 +52,8 @@ export interface MachineShape {
 /**
  * How many shard processes `npm start` runs on this machine. By default none: one process, which is what a bot of a
  * few dozen, or a few hundred, servers needs (from the bundle `npm start` runs, it idles at about 120 MB against
- * 580 MB for four shard processes, is back in voice 0.4–0.5 s after it starts again, and pays a sentence once; docs/scaling.md has the figures and the
- * commands that print them). `SHARD_PROCESSES=N` runs N shard processes (one shard each) and their manager;
+ * 580 MB for four shard processes, is back in voice 0.4–0.5 s after it starts again, and pays a sentence once;
+ * docs/scaling.md has the figures and the commands that print them). `SHARD_PROCESSES=N` runs N shard processes (one shard each) and their manager;
  * `SHARD_PROCESSES=auto` sizes them to the machine: twice the cores it may use (on two cores, four shards held the
  * most voices), at most {@link MAX_DEFAULT_SHARDS}, and no more than its memory holds at
  * {@link SHARD_PROCESS_MEMORY_BYTES} each. Undefined: one process, as with the operator's own `SHARD_COUNT` or
