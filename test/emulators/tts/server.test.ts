@@ -533,7 +533,9 @@ describe('faults', () => {
     expect(readOggOpus(reply.body).packets.length).toBeGreaterThan(0);
     const gaps = reply.chunkTimes.slice(1).map((time, i) => time - (reply.chunkTimes[i] ?? time));
     const gap = Math.max(...gaps);
-    expect(gap).toBeGreaterThanOrEqual(395);
+    // Timed on arrival: the chunk before the stall may reach the client late, shortening the gap seen (390 ms for a
+    // 400 ms stall once on a loaded CI). A body at this speed has no other gap near this.
+    expect(gap).toBeGreaterThanOrEqual(300);
     expect(e.requests[0]?.chargedUsd).toBe(0.0025);
   });
 
