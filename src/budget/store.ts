@@ -191,8 +191,9 @@ export async function createBudgetStore(db: Database): Promise<BudgetStore> {
     ...reads(db),
     locked: (work) =>
       db.transaction(async (tx) => {
-        // The lock every budget decision queues on (SQLite's BEGIN IMMEDIATE already holds the whole database).
-        await tx.get(`SELECT id FROM budget_account WHERE id = 1${tx.forUpdate}`);
+        // The lock every budget decision queues on: the account's row on PostgreSQL. On SQLite, BEGIN IMMEDIATE
+        // already holds the whole database, and the statement would be one more per reservation and settlement.
+        if (tx.forUpdate !== '') await tx.get(`SELECT id FROM budget_account WHERE id = 1${tx.forUpdate}`);
         return work(transaction(tx));
       }),
     saveAccount: (state) => writeAccount(db, state),

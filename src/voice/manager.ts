@@ -133,13 +133,7 @@ export class VoiceManager {
    * everyone's everywhere (the budget guard counts them as committed).
    */
   queued(guildId: string, userId: string): { member: number; guild: number; all: number } {
-    let member = 0;
-    let all = 0;
-    for (const { session } of this.#sessions.values()) {
-      member += session.queuedCharacters(userId);
-      all += session.queuedCharacters();
-    }
-    return { member, guild: this.get(guildId)?.queuedCharacters() ?? 0, all };
+    return queuedAcross(this.#sessions, guildId, userId);
   }
 
   /** The live session of a server, if Herald is in voice there. */
@@ -415,4 +409,25 @@ export class VoiceManager {
       announce(notice.reason);
     }, ALONE_GRACE_MS).unref();
   }
+}
+
+/**
+ * The characters queued and not yet paid for in `sessions` (each server's): `userId`'s in every server, everyone's
+ * in `guildId`, and everyone's everywhere. One pass over the servers: it runs on every /speak.
+ */
+export function queuedAcross(
+  sessions: ReadonlyMap<string, { readonly session: Pick<GuildSession, 'queuedCharacters'> }>,
+  guildId: string,
+  userId: string,
+): { member: number; guild: number; all: number } {
+  let member = 0;
+  let all = 0;
+  let guild = 0;
+  for (const [id, { session }] of sessions) {
+    const queued = session.queuedCharacters(userId);
+    member += queued.member;
+    all += queued.all;
+    if (id === guildId) guild = queued.all;
+  }
+  return { member, guild, all };
 }

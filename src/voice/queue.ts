@@ -26,6 +26,12 @@ export type {
 };
 
 /** Options of {@link SpeechQueue}. */
+/** Characters queued and not yet reserved: everyone's, and one member's among them. */
+export interface QueuedCharacters {
+  readonly all: number;
+  readonly member: number;
+}
+
 export interface SpeechQueueOptions {
   readonly guildId: string;
   readonly synthesize: Synthesize;
@@ -101,18 +107,21 @@ export class SpeechQueue {
     return this.#waiting.length + (this.#current ? 1 : 0);
   }
 
-  /** Characters queued and not yet reserved (no synthesis started), of one member or of everyone. */
-  queuedCharacters(userId?: string): number {
-    // Called for every server on each /speak (the budget counts every queue): no array is made for it.
-    const counts = (utterance: Utterance | undefined): number =>
-      utterance &&
-      !utterance.synthesis &&
-      (userId === undefined || utterance.request.requestedBy.id === userId)
-        ? utterance.characters
-        : 0;
-    let sum = counts(this.#current);
-    for (const utterance of this.#waiting) sum += counts(utterance);
-    return sum;
+  /**
+   * Characters queued and not yet reserved (no synthesis started): everyone's, and those of `userId` among them.
+   * Called for every server on each /speak (the budget counts every queue): one pass, and nothing allocated.
+   */
+  queuedCharacters(userId?: string): QueuedCharacters {
+    let all = 0;
+    let member = 0;
+    // -1: the utterance playing (or being made), then the waiting ones in order.
+    for (let i = -1; i < this.#waiting.length; i++) {
+      const utterance = i === -1 ? this.#current : this.#waiting[i];
+      if (!utterance || utterance.synthesis) continue;
+      all += utterance.characters;
+      if (utterance.request.requestedBy.id === userId) member += utterance.characters;
+    }
+    return { all, member };
   }
 
   /**

@@ -20,6 +20,7 @@ import { DEFAULT_FRAMES_PER_PACKET } from './packet-defaults.ts';
 import {
   type DropReason,
   type EnqueueOutcome,
+  type QueuedCharacters,
   type QueueLimits,
   type SessionEnd,
   SpeechQueue,
@@ -252,8 +253,8 @@ export class GuildSession {
     return this.#queue.unheard(options);
   }
 
-  /** Characters queued and not yet paid for, of one member or of everyone. */
-  queuedCharacters(userId?: string): number {
+  /** Characters queued and not yet paid for: everyone's, and those of `userId` among them. */
+  queuedCharacters(userId?: string): QueuedCharacters {
     return this.#queue.queuedCharacters(userId);
   }
 
