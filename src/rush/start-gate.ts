@@ -7,7 +7,9 @@
  * late too, all together at the end of the rush. Through the gate, starts begin in the order they were asked, each
  * only after a probe timer fired on time (the loop is not behind; but at least one every
  * {@link StartGateOptions.maxHoldMs}), and at most {@link StartGateOptions.maxRunning} are under way at once: the loop keeps room for the audio cycle and the interactions, and the first members to ask
- * hear their first word first.
+ * hear their first word first. Where several processes share the machine's cores, a probe on time is not enough:
+ * the gate also waits while the machine has no idle time ({@link StartGateOptions.machineBusy}), which each process
+ * alone cannot see on its own timers.
  */
 
 /** Ends a start's hold on the gate; calling it again does nothing. */
@@ -43,6 +45,11 @@ export interface StartGateOptions {
    * no waiting here would cure: without a floor, starts could wait as long as that lasts.
    */
   readonly maxHoldMs?: number;
+  /**
+   * True while the machine's cores are all taken (see src/rush/machine-load.ts): a probe that fired on time lets
+   * nobody through then either, as when it fired late. None: the probe's own lateness alone decides.
+   */
+  readonly machineBusy?: () => boolean;
   /** Clock in ms; `performance.now` by default. */
   readonly now?: () => number;
 }
@@ -93,7 +100,7 @@ export function createStartGate(options: StartGateOptions = {}): StartGate {
     probe = setTimeout(() => {
       probe = undefined;
       const next = waiters[0];
-      const onTime = now() - firesAt <= maxLagMs;
+      const onTime = now() - firesAt <= maxLagMs && !options.machineBusy?.();
       if (next && running < maxRunning && (onTime || now() - lastThrough >= maxHoldMs)) {
         waiters.shift();
         letThrough(next);

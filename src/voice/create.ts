@@ -1,7 +1,7 @@
 import { type Client, Events } from 'discord.js';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { createStartGate } from '../rush/index.ts';
+import { createMachineLoad, createStartGate } from '../rush/index.ts';
 import { ownsGuild } from '../shard/client.ts';
 import { shardOfGuild } from '../shard/config.ts';
 import type { VoiceStateStore } from '../storage/voice-state.ts';
@@ -45,7 +45,7 @@ export function createVoice(parts: VoiceParts): VoiceManager {
     // One gateway connection (shard), so one join queue: Discord's command rate is per shard.
     joinQueue: createJoinQueue(),
     // One event loop, one gate: every server's starts take turns so that none holds the audio cycle (issue 44).
-    ...(config.rushScheduler ? { startGate: createStartGate() } : {}),
+    ...(config.rushScheduler ? { startGate: startGate() } : {}),
     onUnplayed: (result, _request, reason) => parts.unplayed(result, reason),
     ...(parts.observer ? { observer: parts.observer } : {}),
   });
@@ -83,4 +83,10 @@ export function recoverWhenReady(
     void recover(Array.isArray(shards) ? shards : [0]);
   });
   return (shardId) => recover([shardId]);
+}
+
+/** The process's start gate: its own timers, and the machine's idle time it shares with the other processes. */
+function startGate() {
+  const machine = createMachineLoad();
+  return createStartGate({ machineBusy: () => machine.busy() });
 }

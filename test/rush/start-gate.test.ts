@@ -4,7 +4,9 @@ import { createStartGate, type Release } from '../../src/rush/index.ts';
 
 /** How late the gate's clock says each probe fired (ms): the test plays a busy event loop with it. */
 let lagMs = 0;
-const gateWith = (options: { maxRunning?: number; maxLagMs?: number; maxHoldMs?: number } = {}) =>
+const gateWith = (
+  options: { maxRunning?: number; maxLagMs?: number; maxHoldMs?: number; machineBusy?: () => boolean } = {},
+) =>
   createStartGate({ probeMs: 5, maxLagMs: 10, maxHoldMs: 1_000, ...options, now: () => Date.now() + lagMs });
 
 /** Enters `count` starts in order; `through` lists the indexes let through, in the order they were. */
@@ -67,6 +69,21 @@ describe('createStartGate', () => {
     await vi.advanceTimersByTimeAsync(5);
     await vi.advanceTimersByTimeAsync(5);
     expect(through).toEqual([0, 1, 2]);
+  });
+
+  it('lets nobody through while the machine has no idle time, however on time its probes, but the floor', async () => {
+    let machineBusy = true;
+    const gate = gateWith({ maxHoldMs: 100, machineBusy: () => machineBusy });
+    const { through } = enterMany(gate, 4);
+    await vi.advanceTimersByTimeAsync(0);
+    // Every probe on time, the machine busy: only the floor lets one through, 100 ms after the first went.
+    await vi.advanceTimersByTimeAsync(95);
+    expect(through).toEqual([0]);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(through).toEqual([0, 1]);
+    machineBusy = false;
+    await vi.advanceTimersByTimeAsync(10);
+    expect(through).toEqual([0, 1, 2, 3]);
   });
 
   it('still lets one through every maxHoldMs when every probe is late (a machine that gives it no core)', async () => {
