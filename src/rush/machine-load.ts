@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 /**
@@ -7,8 +8,9 @@ import { cpus } from 'node:os';
  * core. The machine's idle time, which every process reads alike from the kernel (`os.cpus()`, /proc/stat on
  * Linux), says so without a word between them.
  *
- * In a container limited by a CPU quota rather than by its cores, the kernel's figures are the host's: they show
- * idle time the container cannot use, and the gate then goes by its own timers alone, as it would without this.
+ * In a container held by a CPU quota (`docker run --cpus`, compose's `cpus:`), the machine's figures are the host's
+ * and show idle time the container may not use: there the quota counts too, from the container's own cgroup (its
+ * CPU time against the quota's share of the wall clock), and the container is busy when either says so.
  */
 
 /** The kernel's CPU times summed over the cores, ms: `idle` and the `total` of every state. */
@@ -52,8 +54,65 @@ export function machineCpuTimes(): CpuTimes {
   return { idle, total };
 }
 
-/** Creates a {@link MachineLoad}. */
+/** Reads a file's text; undefined when it cannot (absent, not permitted). */
+export type ReadText = (path: string) => string | undefined;
+
+const readText: ReadText = (path) => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The CPU times of this process's cgroup when it is held by a CPU quota, as if it were a machine of that many cores
+ * (`total`: the quota's share of the wall clock; `idle`: what of it the cgroup did not use); undefined without a
+ * quota. cgroup v2 (`cpu.max`, `cpu.stat`), else v1 (`cpu.cfs_quota_us`, `cpuacct.usage`), as mounted in a
+ * container.
+ */
+export function quotaCpuTimes(
+  read: ReadText = readText,
+  now: () => number = () => performance.now(),
+): (() => CpuTimes) | undefined {
+  const v2 = read('/sys/fs/cgroup/cpu.max')?.trim().split(/\s+/);
+  if (v2 !== undefined) {
+    const [quota, period] = v2.map(Number);
+    if (!quota || !period) return undefined;
+    const cores = quota / period;
+    const usedMs = (): number =>
+      Number(/^usage_usec (\d+)$/m.exec(read('/sys/fs/cgroup/cpu.stat') ?? '')?.[1]) / 1000;
+    if (!Number.isFinite(usedMs())) return undefined;
+    return () => cgroupTimes(now(), cores, usedMs());
+  }
+  const quota = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us'));
+  const period = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_period_us'));
+  if (!(quota > 0) || !(period > 0)) return undefined;
+  const cores = quota / period;
+  const usedMs = (): number => Number(read('/sys/fs/cgroup/cpuacct/cpuacct.usage')) / 1e6;
+  if (!Number.isFinite(usedMs())) return undefined;
+  return () => cgroupTimes(now(), cores, usedMs());
+}
+
+const cgroupTimes = (nowMs: number, cores: number, usedMs: number): CpuTimes => {
+  const total = nowMs * cores;
+  return { total, idle: total - usedMs };
+};
+
+/**
+ * Creates a {@link MachineLoad}: by default the machine's, and the container's quota where there is one (busy when
+ * either is); with `options.sample`, that alone.
+ */
 export function createMachineLoad(options: MachineLoadOptions = {}): MachineLoad {
+  if (options.sample !== undefined) return createLoad(options);
+  const machine = createLoad(options);
+  const quota = quotaCpuTimes();
+  if (quota === undefined) return machine;
+  const container = createLoad({ ...options, sample: quota });
+  return { busy: () => container.busy() || machine.busy() };
+}
+
+function createLoad(options: MachineLoadOptions): MachineLoad {
   const busyBelowIdle = options.busyBelowIdle ?? DEFAULT_BUSY_BELOW_IDLE;
   const windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
   const sample = options.sample ?? machineCpuTimes;
