@@ -25,13 +25,13 @@ export type {
   Utterance,
 };
 
-/** Options of {@link SpeechQueue}. */
 /** Characters queued and not yet reserved: everyone's, and one member's among them. */
 export interface QueuedCharacters {
   readonly all: number;
   readonly member: number;
 }
 
+/** Options of {@link SpeechQueue}. */
 export interface SpeechQueueOptions {
   readonly guildId: string;
   readonly synthesize: Synthesize;
