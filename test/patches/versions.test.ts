@@ -31,7 +31,11 @@ const VOICE_PATCHES = ['@discordjs+voice+0.19.2+001+a.patch', '@discordjs+voice+
 describe('the patches’ versions', () => {
   it('match what is installed here: the patches in patches/ were written for these releases', () => {
     const packages = patchedPackages(ROOT);
-    expect(packages.map((pkg) => pkg.name).sort()).toEqual(['@discordjs/rest', '@discordjs/voice']);
+    expect(packages.map((pkg) => pkg.name).sort()).toEqual([
+      '@discordjs/rest',
+      '@discordjs/voice',
+      '@discordjs/ws',
+    ]);
     expect(patchVersionProblems(packages)).toEqual([]);
   });
 
