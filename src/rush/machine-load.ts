@@ -75,29 +75,34 @@ export function quotaCpuTimes(
   read: ReadText = readText,
   now: () => number = () => performance.now(),
 ): (() => CpuTimes) | undefined {
+  const quota = cgroupQuota(read);
+  if (quota === undefined || !Number.isFinite(quota.usedMs())) return undefined;
+  const { cores, usedMs } = quota;
+  return () => {
+    const total = now() * cores;
+    return { total, idle: total - usedMs() };
+  };
+}
+
+/** The cgroup's quota in cores and a reader of the CPU time it used (ms); undefined without a quota. */
+function cgroupQuota(read: ReadText): { cores: number; usedMs: () => number } | undefined {
   const v2 = read('/sys/fs/cgroup/cpu.max')?.trim().split(/\s+/);
   if (v2 !== undefined) {
     const [quota, period] = v2.map(Number);
     if (!quota || !period) return undefined;
-    const cores = quota / period;
-    const usedMs = (): number =>
-      Number(/^usage_usec (\d+)$/m.exec(read('/sys/fs/cgroup/cpu.stat') ?? '')?.[1]) / 1000;
-    if (!Number.isFinite(usedMs())) return undefined;
-    return () => cgroupTimes(now(), cores, usedMs());
+    return {
+      cores: quota / period,
+      usedMs: () => Number(/^usage_usec (\d+)$/m.exec(read('/sys/fs/cgroup/cpu.stat') ?? '')?.[1]) / 1000,
+    };
   }
   const quota = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us'));
   const period = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_period_us'));
   if (!(quota > 0) || !(period > 0)) return undefined;
-  const cores = quota / period;
-  const usedMs = (): number => Number(read('/sys/fs/cgroup/cpuacct/cpuacct.usage')) / 1e6;
-  if (!Number.isFinite(usedMs())) return undefined;
-  return () => cgroupTimes(now(), cores, usedMs());
+  return {
+    cores: quota / period,
+    usedMs: () => Number(read('/sys/fs/cgroup/cpuacct/cpuacct.usage')) / 1e6,
+  };
 }
-
-const cgroupTimes = (nowMs: number, cores: number, usedMs: number): CpuTimes => {
-  const total = nowMs * cores;
-  return { total, idle: total - usedMs };
-};
 
 /**
  * Creates a {@link MachineLoad}: by default the machine's, and the container's quota where there is one (busy when
