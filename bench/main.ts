@@ -6,7 +6,7 @@
  * V8 CPU profiles of Herald to bench/results/profiles (summarise with bench/profile-summary.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { HeldBy } from '../emulators/discord/index.ts';
 import { findJemalloc } from '../src/ops/index.ts';
 import { runBench } from './bench.ts';
@@ -65,8 +65,15 @@ const options: BenchOptions = {
   ...(flag('herald-log') ? { heraldLogFile: flag('herald-log') ?? '' } : {}),
   heraldNodeFlags: [
     ...(args.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`] : []),
-    // --node-flags="--trace-gc --max-semi-space-size=32": V8 and Node flags for Herald's process, as given.
-    ...(flag('node-flags')?.split(' ').filter(Boolean) ?? []),
+    // --node-flags="--trace-gc --max-semi-space-size=32": V8 and Node flags for Herald's process, as given; a
+    // module preloaded by a relative path (--import=./bench/sqlite-calls.ts) is found from here, not from the
+    // temporary folder Herald runs in.
+    ...(flag('node-flags')
+      ?.split(' ')
+      .filter(Boolean)
+      .map((given) =>
+        given.replace(/^(--import=|--require=)(\.\.?\/.*)$/, (_, name, path) => name + resolve(path)),
+      ) ?? []),
   ],
   progress: (line) => console.error(`bench: ${line}`),
 };
