@@ -1,4 +1,4 @@
-import type { Database, Migrations } from './database.ts';
+import type { Database, Migrations, Queryable } from './database.ts';
 
 /** An utterance that was queued and not yet heard, as kept across a restart. */
 export interface PersistedUtterance {
@@ -20,6 +20,12 @@ export interface PersistedSession {
   readonly queue: readonly PersistedUtterance[];
 }
 
+/** One server's session as it now stands: saved whole, or (null) forgotten. */
+export interface VoiceStateChange {
+  readonly guildId: string;
+  readonly session: PersistedSession | null;
+}
+
 /**
  * Herald's voice sessions as they stand, kept so a restart (or a crash) can rejoin and finish what was queued.
  * Every write is durable when it resolves.
@@ -29,6 +35,8 @@ export interface VoiceStateStore {
   save(session: PersistedSession): Promise<void>;
   /** Forgets a server's session (Herald left on purpose, or the channel emptied). */
   remove(guildId: string): Promise<void>;
+  /** Applies the changes of many servers (at most one each) in one transaction: all of them, or none. */
+  saveAll(changes: readonly VoiceStateChange[]): Promise<void>;
   /** Every session saved, queues in order. */
   load(): Promise<PersistedSession[]>;
 }
@@ -46,17 +54,29 @@ const VOICE_STATE_MIGRATIONS: Migrations = { sqlite: [VOICE_STATE_TABLE], postgr
 /** A {@link VoiceStateStore} in Herald's database; the queue is one JSON column, rewritten whole. */
 export async function createVoiceStateStore(db: Database): Promise<VoiceStateStore> {
   await db.migrate('voice-state', VOICE_STATE_MIGRATIONS);
+  const save = (tx: Queryable, session: PersistedSession) =>
+    tx.run(
+      `INSERT INTO voice_sessions (guild_id, channel_id, announce_channel_id, queue) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (guild_id) DO UPDATE SET channel_id = excluded.channel_id,
+         announce_channel_id = excluded.announce_channel_id, queue = excluded.queue`,
+      [session.guildId, session.channelId, session.announceChannelId, JSON.stringify(session.queue)],
+    );
+  const remove = (tx: Queryable, guildId: string) =>
+    tx.run('DELETE FROM voice_sessions WHERE guild_id = $1', [guildId]);
   return {
     async save(session) {
-      await db.run(
-        `INSERT INTO voice_sessions (guild_id, channel_id, announce_channel_id, queue) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (guild_id) DO UPDATE SET channel_id = excluded.channel_id,
-           announce_channel_id = excluded.announce_channel_id, queue = excluded.queue`,
-        [session.guildId, session.channelId, session.announceChannelId, JSON.stringify(session.queue)],
-      );
+      await save(db, session);
     },
     async remove(guildId) {
-      await db.run('DELETE FROM voice_sessions WHERE guild_id = $1', [guildId]);
+      await remove(db, guildId);
+    },
+    async saveAll(changes) {
+      if (changes.length === 0) return;
+      await db.transaction(async (tx) => {
+        for (const { guildId, session } of changes) {
+          await (session === null ? remove(tx, guildId) : save(tx, session));
+        }
+      });
     },
     async load() {
       const rows = await db.all<{

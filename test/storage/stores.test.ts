@@ -55,4 +55,35 @@ describeEachBackend('cache, member and voice-state stores', (backend) => {
       { guildId: 'g', channelId: 'c', announceChannelId: null, queue: [utterance] },
     ]);
   });
+
+  it('applies many servers’ sessions in one transaction, all or none', async () => {
+    const target = await backend.fresh();
+    const store = await createVoiceStateStore(target.open());
+    const session = (guildId: string, text: string) => ({
+      guildId,
+      channelId: `c-${guildId}`,
+      announceChannelId: null,
+      queue: [{ text, speakerId: 's', speakerName: 'S', userId: 'u', userName: 'U', key: null }],
+    });
+    await store.save(session('gone', 'bye'));
+    await store.saveAll([
+      { guildId: 'a', session: session('a', 'one') },
+      { guildId: 'gone', session: null },
+      { guildId: 'b', session: session('b', 'two') },
+    ]);
+    const byGuild = async () =>
+      (await (await createVoiceStateStore(target.open())).load())
+        .map((s) => `${s.guildId}:${s.queue.map((u) => u.text).join(',')}`)
+        .sort();
+    expect(await byGuild()).toEqual(['a:one', 'b:two']);
+    // A change that fails (a NULL channel) takes the batch's others with it: the store holds what it held.
+    const broken = { ...session('a', 'three'), channelId: null as unknown as string };
+    await expect(
+      store.saveAll([
+        { guildId: 'b', session: null },
+        { guildId: 'a', session: broken },
+      ]),
+    ).rejects.toThrow();
+    expect(await byGuild()).toEqual(['a:one', 'b:two']);
+  });
 });

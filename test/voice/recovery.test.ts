@@ -18,26 +18,31 @@ function snapshot(...texts: string[]): SessionSnapshot {
   return { channelId: 'c1', announceChannelId: 't1', queue: texts.map(request) };
 }
 
-/** A store that records each write, and fails the writes it is told to. */
+/** A store that records each change written and each transaction, and fails the transactions it is told to. */
 function recordingStore() {
   const writes: (PersistedSession | string)[] = [];
+  const transactions: number[] = [];
   let failNext = 0;
   const store: VoiceStateStore = {
-    async save(session) {
+    async save() {
+      throw new Error('sessions are written in batches');
+    },
+    async remove(guildId) {
+      writes.push(`remove ${guildId}`);
+    },
+    async saveAll(changes) {
       if (failNext > 0) {
         failNext--;
         throw new Error('disk full');
       }
-      writes.push(session);
-    },
-    async remove(guildId) {
-      writes.push(`remove ${guildId}`);
+      transactions.push(changes.length);
+      for (const { guildId, session } of changes) writes.push(session ?? `remove ${guildId}`);
     },
     async load() {
       return [];
     },
   };
-  return { store, writes, failNext: () => failNext++ };
+  return { store, writes, transactions, failNext: () => failNext++ };
 }
 
 const texts = (write: PersistedSession | string) =>
@@ -66,11 +71,11 @@ describe('persistSnapshots', () => {
   it('writes only the newest of the snapshots offered while a write waits its turn', async () => {
     const { store, writes } = recordingStore();
     let release = (): void => {};
-    const save = store.save;
+    const saveAll = store.saveAll;
     // The first write is held, as a busy database would hold it.
-    store.save = (session) =>
+    store.saveAll = (changes) =>
       new Promise<void>((resolve) => {
-        release = () => void save(session).then(resolve);
+        release = () => void saveAll(changes).then(resolve);
       });
     const persist = persistSnapshots(store, logger);
     persist('g1', snapshot('one'));
@@ -79,7 +84,7 @@ describe('persistSnapshots', () => {
     persist('g1', null);
     persist('g1', snapshot('two'));
     persist('g2', snapshot('elsewhere'));
-    store.save = save;
+    store.saveAll = saveAll;
     release();
     await settle();
     const of = (guildId: string) =>
@@ -88,6 +93,28 @@ describe('persistSnapshots', () => {
     // Another server's snapshot is its own: written, not taken for the newest of g1's.
     expect(of('g2')).toEqual([['elsewhere']]);
     expect(writes).toHaveLength(3);
+  });
+
+  it('writes what one task offers in one transaction, and what comes while it is written in the next', async () => {
+    const { store, writes, transactions } = recordingStore();
+    let release = (): void => {};
+    const saveAll = store.saveAll;
+    store.saveAll = (changes) =>
+      new Promise<void>((resolve) => {
+        release = () => void saveAll(changes).then(resolve);
+      });
+    const persist = persistSnapshots(store, logger);
+    // A rush: fifty servers' sessions change in one task.
+    for (let i = 0; i < 50; i++) persist(`g${i}`, snapshot(`hello ${i}`));
+    await settle();
+    // While that transaction waits for the database, each of them changes again, twice.
+    for (let i = 0; i < 50; i++) persist(`g${i}`, snapshot(`hello ${i}`, 'again'));
+    for (let i = 0; i < 50; i++) persist(`g${i}`, snapshot('again'));
+    store.saveAll = saveAll;
+    release();
+    await settle();
+    expect(transactions).toEqual([50, 50]);
+    expect(writes.slice(50).map(texts)).toEqual(Array.from({ length: 50 }, () => ['again']));
   });
 
   it('keeps servers apart', async () => {
