@@ -53,7 +53,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 try {
   // Each shard runs the entry beside this one: src/index.ts from the sources, dist/index.js from the bundle.
   const script = join(import.meta.dirname, '..', `index${extname(import.meta.filename)}`);
-  group = await startShardGroup({ config, script, logger, nodeOptions: process.env.NODE_OPTIONS });
+  group = await startShardGroup({ config, script, logger });
 } catch (error) {
   logger.error('the shards could not start', { err: error });
   stop(1);

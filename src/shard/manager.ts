@@ -8,8 +8,6 @@ import type { OpsServer } from '../ops/index.ts';
 import { keepRecentProblems } from '../ops/recent-problems.ts';
 import { type Database, openDatabase } from '../storage/index.ts';
 import { shardIdsOf } from './config.ts';
-import { shardExecArgv } from './helper-threads.ts';
-import { machineShape } from './machine.ts';
 import type { ManagerOps } from './manager-ops.ts';
 import { loadShardingManager } from './sharding-manager.ts';
 import { createStandbys, spawnShards } from './standby.ts';
@@ -45,8 +43,6 @@ export interface ShardGroupOptions {
   /** The shard process's entry (`src/index.ts`). */
   readonly script: string;
   readonly logger: Logger;
-  /** The manager's `NODE_OPTIONS`, which its shard processes inherit (a V8 pool sized there is kept). */
-  readonly nodeOptions?: string | undefined;
   /** How long one shard may take to log in and fill its caches; default 60 s. */
   readonly readyTimeoutMs?: number;
 }
@@ -88,13 +84,6 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
     shardList: [...ids],
     mode: 'process',
     respawn: true,
-    // Each shard process's share of the cores for V8's helper threads (src/shard/helper-threads.ts).
-    execArgv: shardExecArgv({
-      cores: machineShape().cores,
-      processes: ids.length,
-      nodeOptions: options.nodeOptions,
-      execArgv: process.execArgv,
-    }),
   });
   // discord.js emits 'death' for a shard stopped on purpose too (kill(), without respawning it).
   let stopping = false;

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -17,7 +17,6 @@ import {
 import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { defaultShardProcesses } from '../../src/shard/config.ts';
-import { shardExecArgv } from '../../src/shard/helper-threads.ts';
 import { machineShape } from '../../src/shard/machine.ts';
 import { createDatabase } from '../support/postgres.ts';
 import { linesOf, run, type Spawned } from '../support/process.ts';
@@ -223,17 +222,6 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       ]);
       for (let shard = 0; shard < 4; shard += 1) {
         expect(servers.filter((s) => shardOf(s.guild.id, 4) === shard).length).toBeGreaterThanOrEqual(5);
-      }
-      // Each shard process runs with its share of the cores for V8's helper threads (one on two cores).
-      const flags = shardExecArgv({
-        cores: machineShape().cores,
-        processes: 4,
-        nodeOptions: '',
-        execArgv: [],
-      });
-      for (let shard = 0; shard < 4; shard += 1) {
-        const argv = readFileSync(`/proc/${pidOf(group, shard)}/cmdline`, 'utf8').split('\0');
-        expect(argv.filter((arg) => arg.startsWith('--v8-pool-size'))).toEqual(flags);
       }
       console.log(`80 /speak on 4 shards: ${await expectFloorHeldWithEverybodySpeaking(before)}`);
       // Every line a shard process logged about a server names that server's own shard.
