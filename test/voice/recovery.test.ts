@@ -45,6 +45,20 @@ function recordingStore() {
   return { store, writes, transactions, failNext: () => failNext++ };
 }
 
+/** Holds the store's next write, as a busy database would, until the returned function lets it (and the rest) through. */
+function holdFirstWrite(store: VoiceStateStore): () => void {
+  const saveAll = store.saveAll;
+  let held = (): void => {};
+  store.saveAll = (changes) =>
+    new Promise<void>((resolve) => {
+      held = () => void saveAll(changes).then(resolve);
+    });
+  return () => {
+    store.saveAll = saveAll;
+    held();
+  };
+}
+
 const texts = (write: PersistedSession | string) =>
   typeof write === 'string' ? write : write.queue.map((u) => u.text);
 const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
@@ -70,13 +84,7 @@ describe('persistSnapshots', () => {
 
   it('writes only the newest of the snapshots offered while a write waits its turn', async () => {
     const { store, writes } = recordingStore();
-    let release = (): void => {};
-    const saveAll = store.saveAll;
-    // The first write is held, as a busy database would hold it.
-    store.saveAll = (changes) =>
-      new Promise<void>((resolve) => {
-        release = () => void saveAll(changes).then(resolve);
-      });
+    const release = holdFirstWrite(store);
     const persist = persistSnapshots(store, logger);
     persist('g1', snapshot('one'));
     await settle();
@@ -84,7 +92,6 @@ describe('persistSnapshots', () => {
     persist('g1', null);
     persist('g1', snapshot('two'));
     persist('g2', snapshot('elsewhere'));
-    store.saveAll = saveAll;
     release();
     await settle();
     const of = (guildId: string) =>
@@ -97,12 +104,7 @@ describe('persistSnapshots', () => {
 
   it('writes what one task offers in one transaction, and what comes while it is written in the next', async () => {
     const { store, writes, transactions } = recordingStore();
-    let release = (): void => {};
-    const saveAll = store.saveAll;
-    store.saveAll = (changes) =>
-      new Promise<void>((resolve) => {
-        release = () => void saveAll(changes).then(resolve);
-      });
+    const release = holdFirstWrite(store);
     const persist = persistSnapshots(store, logger);
     // A rush: fifty servers' sessions change in one task.
     for (let i = 0; i < 50; i++) persist(`g${i}`, snapshot(`hello ${i}`));
@@ -110,7 +112,6 @@ describe('persistSnapshots', () => {
     // While that transaction waits for the database, each of them changes again, twice.
     for (let i = 0; i < 50; i++) persist(`g${i}`, snapshot(`hello ${i}`, 'again'));
     for (let i = 0; i < 50; i++) persist(`g${i}`, snapshot('again'));
-    store.saveAll = saveAll;
     release();
     await settle();
     expect(transactions).toEqual([50, 50]);
