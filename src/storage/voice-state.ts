@@ -31,12 +31,13 @@ export interface VoiceStateChange {
  * Every write is durable when it resolves.
  */
 export interface VoiceStateStore {
-  /** Replaces a server's session (its channel and its whole queue, in order). */
-  save(session: PersistedSession): Promise<void>;
+  /**
+   * Applies the changes of many servers (at most one each) in one transaction, all of them or none: each session
+   * replaced whole (its channel and its queue, in order), or forgotten.
+   */
+  saveAll(changes: readonly VoiceStateChange[]): Promise<void>;
   /** Forgets a server's session (Herald left on purpose, or the channel emptied). */
   remove(guildId: string): Promise<void>;
-  /** Applies the changes of many servers (at most one each) in one transaction: all of them, or none. */
-  saveAll(changes: readonly VoiceStateChange[]): Promise<void>;
   /** Every session saved, queues in order. */
   load(): Promise<PersistedSession[]>;
 }
@@ -64,9 +65,6 @@ export async function createVoiceStateStore(db: Database): Promise<VoiceStateSto
   const remove = (tx: Queryable, guildId: string) =>
     tx.run('DELETE FROM voice_sessions WHERE guild_id = $1', [guildId]);
   return {
-    async save(session) {
-      await save(db, session);
-    },
     async remove(guildId) {
       await remove(db, guildId);
     },

@@ -35,7 +35,7 @@ export function persistSnapshots(
         const batch = [...next].map(([guildId, offered]) => ({ guildId, ...offered }));
         next.clear();
         try {
-          await store.saveAll(batch.map(({ guildId, session }) => ({ guildId, session })));
+          await store.saveAll(batch);
         } catch (error) {
           // Not in the store after all: the same snapshot is written again the next time it is offered.
           for (const { guildId, json } of batch) {

@@ -48,7 +48,9 @@ async function fill(stores: Stores, guildId: string, userId: string): Promise<vo
   await stores.autoread.setOptedOut(guildId, 'quiet', true);
   await stores.budget.setDailyCap(guildId, 2);
   await stores.cache.setGuildEnabled(guildId, false);
-  await stores.voiceState.save({ guildId, channelId: 'voice', announceChannelId: 'chan', queue: [] });
+  await stores.voiceState.saveAll([
+    { guildId, session: { guildId, channelId: 'voice', announceChannelId: 'chan', queue: [] } },
+  ]);
 }
 
 /** Rows per table holding `guildId`. */

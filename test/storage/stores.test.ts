@@ -48,8 +48,15 @@ describeEachBackend('cache, member and voice-state stores', (backend) => {
     const target = await backend.fresh();
     const store = await createVoiceStateStore(target.open());
     const utterance = { text: 'hi', speakerId: 's', speakerName: 'S', userId: 'u', userName: 'U', key: null };
-    await store.save({ guildId: 'g', channelId: 'c', announceChannelId: null, queue: [utterance] });
-    await store.save({ guildId: 'h', channelId: 'd', announceChannelId: 't', queue: [] });
+    await store.saveAll([
+      {
+        guildId: 'g',
+        session: { guildId: 'g', channelId: 'c', announceChannelId: null, queue: [utterance] },
+      },
+    ]);
+    await store.saveAll([
+      { guildId: 'h', session: { guildId: 'h', channelId: 'd', announceChannelId: 't', queue: [] } },
+    ]);
     await store.remove('h');
     expect(await (await createVoiceStateStore(target.open())).load()).toEqual([
       { guildId: 'g', channelId: 'c', announceChannelId: null, queue: [utterance] },
@@ -65,7 +72,7 @@ describeEachBackend('cache, member and voice-state stores', (backend) => {
       announceChannelId: null,
       queue: [{ text, speakerId: 's', speakerName: 'S', userId: 'u', userName: 'U', key: null }],
     });
-    await store.save(session('gone', 'bye'));
+    await store.saveAll([{ guildId: 'gone', session: session('gone', 'bye') }]);
     await store.saveAll([
       { guildId: 'a', session: session('a', 'one') },
       { guildId: 'gone', session: null },

@@ -24,9 +24,6 @@ function recordingStore() {
   const transactions: number[] = [];
   let failNext = 0;
   const store: VoiceStateStore = {
-    async save() {
-      throw new Error('sessions are written in batches');
-    },
     async remove(guildId) {
       writes.push(`remove ${guildId}`);
     },
