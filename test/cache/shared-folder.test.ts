@@ -14,7 +14,7 @@ import type { SpeechRequest, Synthesize } from '../../src/voice/session.ts';
 const SPEAKER: Speaker = { id: 's1', name: 'Bella', voiceKey: 'b', gender: null, languages: null };
 const dirs: string[] = [];
 afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
 });
 const folder = (): string => {
   const dir = mkdtempSync(join(tmpdir(), 'herald-cache-shared-'));
@@ -129,6 +129,11 @@ describe('one cache folder shared by the processes of a machine', () => {
     await until(() => service.calls.length === 1);
     service.calls[0]?.end(Buffer.from('whole'));
     expect((await collect((await result).audio)).toString()).toBe('whole');
+    // The entry is stored under the broken claim, and every lock is given back.
+    await until(() => {
+      const names = readdirSync(dir);
+      return names.includes(`${key}.hac`) && !names.some((name) => name.endsWith('.lock'));
+    });
   });
 
   it('bounds the folder once: a store in one process evicts what another stored', async () => {
