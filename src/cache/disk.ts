@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdir, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../log.ts';
 import { decodeEntry, type Entry, encodeEntry } from './entry-file.ts';
-import { isFreeOrStale, LOCK_SUFFIX, MAX_LOCK_AGE_MS, tryLock } from './folder-lock.ts';
+import { isFreeOrStale, LOCK_SUFFIX, MAX_LOCK_AGE_MS, removeQuietly, tryLock } from './folder-lock.ts';
 import { type JournalChange, openJournal } from './journal.ts';
 
 /** Options of {@link openDiskCache}. */
@@ -53,9 +54,9 @@ export interface DiskCache {
    * Claims the generation of `key` among every process on this folder: a release function, or undefined while
    * another live process holds the claim (see folder-lock.ts).
    */
-  claim(key: string): Promise<(() => Promise<void>) | undefined>;
+  claim(key: string): (() => void) | undefined;
   /** True while another live process holds the claim on `key`. */
-  claimed(key: string): Promise<boolean>;
+  claimed(key: string): boolean;
   /** The verified entry, or why there is none; a damaged file is deleted. */
   get(key: string): Promise<DiskLookup>;
   /**
@@ -116,7 +117,7 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
   let total = 0;
   const pathOf = (key: string): string => join(dir, `${key}${SUFFIX}`);
   // Before the listing: a change another process makes meanwhile is then read again, never missed.
-  const journal = await openJournal(dir, TEMP_SUFFIX);
+  const journal = openJournal(dir, TEMP_SUFFIX);
 
   const found: { key: string; bytes: number; usedAt: number }[] = [];
   for (const name of await readdir(dir)) {
@@ -130,7 +131,7 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       continue;
     }
     if (name.endsWith(LOCK_SUFFIX)) {
-      if (await isFreeOrStale(path)) await unlink(path).catch(() => {});
+      if (isFreeOrStale(path)) removeQuietly(path);
       continue;
     }
     if (!name.endsWith(SUFFIX)) continue;
@@ -151,19 +152,19 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
   const pending: PendingStore[] = [];
   let storing = false;
 
-  const forget = async (key: string): Promise<void> => {
+  const forget = (key: string): void => {
     const known = index.get(key);
     if (!known) return;
     index.delete(key);
     total -= known.bytes;
-    await unlink(pathOf(key)).catch(() => {});
+    removeQuietly(pathOf(key));
   };
 
   /**
    * Evicts the least recently used settled entries until `needed` more bytes fit: the keys evicted, or undefined
    * when they cannot fit.
    */
-  const makeRoom = async (needed: number): Promise<string[] | undefined> => {
+  const makeRoom = (needed: number): string[] | undefined => {
     const victims: string[] = [];
     let freed = 0;
     for (const [key, known] of index) {
@@ -173,14 +174,13 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       freed += known.bytes;
     }
     if (total - freed + needed > maxBytes) return undefined;
-    // Taken out of the index at once, before any await, so a concurrent put sees the room as already used.
     for (const key of victims) {
       const known = index.get(key);
       if (!known) continue;
       index.delete(key);
       total -= known.bytes;
+      removeQuietly(pathOf(key));
     }
-    await Promise.all(victims.map((key) => unlink(pathOf(key)).catch(() => {})));
     if (victims.length > 0) {
       logger.debug('audio cache evicted', { entries: victims.length, bytes: freed });
       options.onEvicted?.(victims.length);
@@ -199,8 +199,10 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     async get(key) {
       let known = index.get(key);
       if (known?.writing) return MISS;
-      // Another process on the folder may have stored it: the file, not this index, says what is there.
-      const file = await readFile(pathOf(key)).catch(() => undefined);
+      // Another process on the folder may have stored it: the file, not this index, says what is there. Most lookups
+      // of a rush are misses: a stat in place tells, where a read through the thread pool would fail with ENOENT.
+      const path = pathOf(key);
+      const file = existsSync(path) ? await readFile(path).catch(() => undefined) : undefined;
       if (index.get(key) !== known) return MISS;
       if (file === undefined) {
         // Evicted by another process.
@@ -221,18 +223,22 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
           bytesOnDisk: file.length,
           bytesExpected: known.bytes,
         });
-        await forget(key);
+        forget(key);
         return { kind: 'corrupt' };
       }
       const at = now();
       if (at - entry.meta.createdAt > maxAgeMs) {
-        await forget(key);
+        forget(key);
         return MISS;
       }
       index.delete(key);
       index.set(key, known);
       // The mtime carries the last use across restarts; a failure only costs LRU precision.
-      await utimes(pathOf(key), at / 1000, at / 1000).catch(() => {});
+      try {
+        utimesSync(path, at / 1000, at / 1000);
+      } catch {
+        // Evicted meanwhile: the entry read is whole all the same.
+      }
       return { kind: 'hit', entry };
     },
 
@@ -245,7 +251,7 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       });
     },
     claim: (key) => tryLock(join(dir, `${key}${LOCK_SUFFIX}`)),
-    claimed: async (key) => !(await isFreeOrStale(join(dir, `${key}${LOCK_SUFFIX}`))),
+    claimed: (key) => !isFreeOrStale(join(dir, `${key}${LOCK_SUFFIX}`)),
   };
 
   /** Makes the pending stores, a hold of the store lock at a time, until none is left. */
@@ -268,22 +274,22 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
 
   async function storeLocked(batch: readonly PendingStore[]): Promise<PutOutcome[]> {
     const lockPath = join(dir, STORE_LOCK);
-    let release = await tryLock(lockPath);
+    let release = tryLock(lockPath);
     // Another process's store takes milliseconds; a dead one's lock is broken by tryLock.
     for (let waited = 0; !release && waited < MAX_LOCK_AGE_MS; waited += STORE_LOCK_POLL_MS) {
       await delay(STORE_LOCK_POLL_MS);
-      release = await tryLock(lockPath);
+      release = tryLock(lockPath);
     }
     if (!release) return batch.map(() => 'failed');
     try {
       // What the other processes stored and evicted since this one last looked: the journal's new lines, or, when
       // they cannot be trusted to be all of it, the folder itself.
-      const changes = await journal.readNew();
+      const changes = journal.readNew();
       if (changes === 'list' || options.listOnEveryStore) await resync();
       else catchUp(changes);
       return await writeAll(batch);
     } finally {
-      await release();
+      release();
     }
   }
 
@@ -346,7 +352,7 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
         outcomes.push('stored');
         continue;
       }
-      const evicted = await makeRoom(bytes.length);
+      const evicted = makeRoom(bytes.length);
       if (!evicted) {
         outcomes.push('no-room');
         continue;
@@ -356,7 +362,10 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       index.set(key, known);
       total += bytes.length;
       const temp = join(dir, `${key}.${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`);
-      if (await writeTemp(temp, bytes)) {
+      // One file a turn of the event loop: a batch of a rush's misses never holds the audio cycle of the streams
+      // playing for longer than one write.
+      if (written.length > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (writeTemp(temp, bytes)) {
         written.push({ key, known, temp, at: outcomes.length });
         changes.push({ key, bytes: bytes.length });
         outcomes.push('stored');
@@ -366,12 +375,12 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
       }
     }
     try {
-      await journal.append(changes);
+      journal.append(changes);
     } catch (error) {
       // Not journaled: the other processes would not count these files, so they are not put in place.
       logger.warn('could not write the audio cache journal', { err: error });
       for (const file of written) {
-        await unlink(file.temp).catch(() => {});
+        removeQuietly(file.temp);
         forgetWriting(file.key, file.known);
         outcomes[file.at] = 'failed';
       }
@@ -379,11 +388,11 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     }
     for (const file of written) {
       try {
-        await rename(file.temp, pathOf(file.key));
+        renameSync(file.temp, pathOf(file.key));
         file.known.writing = false;
       } catch (error) {
         logger.warn('could not write an audio cache file', { err: error });
-        await unlink(file.temp).catch(() => {});
+        removeQuietly(file.temp);
         forgetWriting(file.key, file.known);
         outcomes[file.at] = 'failed';
       }
@@ -391,22 +400,25 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     return outcomes;
   }
 
-  /** Writes a temporary file; false (the file removed, the failure logged) when it could not. */
-  async function writeTemp(temp: string, bytes: Buffer): Promise<boolean> {
+  /**
+   * Writes a temporary file, in place (a clip of a few dozen KB into the kernel's page cache takes tens of
+   * microseconds: see folder-lock.ts); false (the file removed, the failure logged) when it could not.
+   */
+  function writeTemp(temp: string, bytes: Buffer): boolean {
     try {
-      const handle = await open(temp, 'wx', 0o600);
+      const fd = openSync(temp, 'wx', 0o600);
       try {
-        await handle.writeFile(bytes);
+        writeFileSync(fd, bytes);
         // Not synced by default: a read verifies every entry (its audio's SHA-256), so a file a power loss left
         // damaged is deleted and generated again; a crash of the process loses nothing the kernel was given.
-        if (options.storeOneByOne) await handle.sync();
+        if (options.storeOneByOne) fsyncSync(fd);
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
       return true;
     } catch (error) {
       logger.warn('could not write an audio cache file', { err: error });
-      await unlink(temp).catch(() => {});
+      removeQuietly(temp);
       return false;
     }
   }

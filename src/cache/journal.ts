@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { open, rename, stat, unlink } from 'node:fs/promises';
+import { appendFileSync, closeSync, openSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -30,9 +30,9 @@ export interface Journal {
    * The changes appended since this process last read or wrote, or `'list'` when it must list the folder
    * instead. Called under the store lock.
    */
-  readNew(): Promise<readonly JournalChange[] | 'list'>;
+  readNew(): readonly JournalChange[] | 'list';
   /** Appends `changes` (under the store lock); starts the journal afresh when it has grown past its bound. */
-  append(changes: readonly JournalChange[]): Promise<void>;
+  append(changes: readonly JournalChange[]): void;
 }
 
 interface Position {
@@ -41,8 +41,8 @@ interface Position {
   readonly offset: number;
 }
 
-const positionOf = async (path: string): Promise<Position> => {
-  const info = await stat(path).catch(() => undefined);
+const positionOf = (path: string): Position => {
+  const info = statSync(path, { throwIfNoEntry: false });
   return info ? { file: `${info.ino}@${info.birthtimeMs}`, offset: info.size } : { file: null, offset: 0 };
 };
 
@@ -50,42 +50,50 @@ const positionOf = async (path: string): Promise<Position> => {
  * Opens the journal of `dir` at its current end: call it before listing the folder, so that a change made between
  * the two is read again (applying a change twice is harmless) rather than missed. A fresh journal is written under a
  * name ending in `tempSuffix` first (the folder's temporary files, which opening the folder clears after a crash).
+ * Its calls are made in place, as the folder's locks are (see folder-lock.ts): a stat, and a read or an append of a
+ * few hundred bytes.
  */
-export async function openJournal(dir: string, tempSuffix: string): Promise<Journal> {
+export function openJournal(dir: string, tempSuffix: string): Journal {
   const path = join(dir, JOURNAL_NAME);
-  let position = await positionOf(path);
+  let position = positionOf(path);
   // A line cut short (a crash mid-append) damages every line after it: the next append starts afresh.
   let damaged = false;
 
-  const restart = async (): Promise<void> => {
+  const restart = (): void => {
     const temp = join(dir, `${JOURNAL_NAME}.${randomBytes(6).toString('hex')}${tempSuffix}`);
-    await (await open(temp, 'wx', 0o600)).close();
-    await rename(temp, path).catch(async (error: unknown) => {
-      await unlink(temp).catch(() => {});
+    closeSync(openSync(temp, 'wx', 0o600));
+    try {
+      renameSync(temp, path);
+    } catch (error) {
+      try {
+        unlinkSync(temp);
+      } catch {
+        // Never created, or gone: nothing left behind.
+      }
       throw error;
-    });
+    }
     damaged = false;
-    position = await positionOf(path);
+    position = positionOf(path);
   };
 
   return {
-    async readNew() {
-      const now = await positionOf(path);
+    readNew() {
+      const now = positionOf(path);
       if (now.file !== position.file || now.offset < position.offset) {
         position = now;
         return 'list';
       }
       if (now.offset === position.offset) return [];
-      const handle = await open(path, 'r');
+      const fd = openSync(path, 'r');
       let text: string;
       try {
         const length = now.offset - position.offset;
         const buffer = Buffer.alloc(length);
-        const { bytesRead } = await handle.read(buffer, 0, length, position.offset);
+        const bytesRead = readSync(fd, buffer, 0, length, position.offset);
         text = buffer.toString('utf8', 0, bytesRead);
         position = { file: now.file, offset: position.offset + bytesRead };
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
       const changes = parseLines(text);
       if (changes === undefined) {
@@ -95,8 +103,8 @@ export async function openJournal(dir: string, tempSuffix: string): Promise<Jour
       return changes;
     },
 
-    async append(changes) {
-      if (damaged || position.offset >= JOURNAL_MAX_BYTES) await restart();
+    append(changes) {
+      if (damaged || position.offset >= JOURNAL_MAX_BYTES) restart();
       if (changes.length === 0) return;
       const text = changes
         .map(
@@ -104,14 +112,9 @@ export async function openJournal(dir: string, tempSuffix: string): Promise<Jour
             `${JSON.stringify(change.bytes === undefined ? [change.key] : [change.key, change.bytes])}\n`,
         )
         .join('');
-      const handle = await open(path, 'a', 0o600);
-      try {
-        await handle.writeFile(text);
-      } finally {
-        await handle.close();
-      }
+      appendFileSync(path, text, { mode: 0o600 });
       // Read back to the new end: under the store lock nobody else appended meanwhile.
-      position = await positionOf(path);
+      position = positionOf(path);
     },
   };
 }

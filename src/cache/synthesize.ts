@@ -100,14 +100,14 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
     signal: AbortSignal,
     guildId: string,
     characters: number,
-    release: () => Promise<void>,
+    release: () => void,
     { flight, settle }: Flight,
   ): Promise<GenerateResult> => {
     const land = (entry: Entry | undefined): void => {
       settle(entry);
       if (!entry) {
         if (flights.get(key) === flight) flights.delete(key);
-        void release();
+        release();
         return;
       }
       disk
@@ -117,7 +117,7 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
         .finally(() => {
           if (flights.get(key) === flight) flights.delete(key);
           // After the file is on disk: another process waiting on the claim then finds the entry.
-          void release();
+          release();
         });
     };
 
@@ -196,14 +196,14 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
       // Another request may have started paying while the disk was read.
       if (flights.has(key)) continue;
       const own = openFlight(key);
-      let release: (() => Promise<void>) | undefined;
+      let release: (() => void) | undefined;
       let landed: DiskLookup;
       try {
-        release = await disk.claim(key);
+        release = disk.claim(key);
         // A stored entry may have landed between the read and the claim.
         landed = release ? await disk.get(key) : { kind: 'miss' };
       } catch (error) {
-        await release?.();
+        release?.();
         closeFlight(key, own, undefined);
         throw error;
       }
@@ -215,7 +215,7 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
       }
       if (landed.kind === 'hit') {
         closeFlight(key, own, landed.entry);
-        await release();
+        release();
         return served(landed.entry, request, guildId, characters);
       }
       options.onLookup?.(damaged ? 'corrupt' : 'miss');
@@ -225,7 +225,7 @@ export function cachedSynthesize(paid: Synthesize, options: CachedSynthesizeOpti
 
   /** Resolves once no live process holds the claim on `key`; rejects when `signal` aborts. */
   async function waitForClaim(key: string, signal: AbortSignal): Promise<void> {
-    while (await disk.claimed(key)) {
+    while (disk.claimed(key)) {
       await abortable(new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS)), signal);
     }
   }

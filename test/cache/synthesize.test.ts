@@ -68,12 +68,8 @@ async function setup(options: { enabled?: boolean; maxChars?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'herald-cache-'));
   dirs.push(dir);
   const disk = await openDiskCache({ dir, maxBytes: 1e7, maxAgeMs: 86_400_000, logger: silentLogger });
-  const { put, claim } = disk;
+  const { put } = disk;
   disk.put = (key, entry) => track(put(key, entry));
-  disk.claim = async (key) => {
-    const release = await track(claim(key));
-    return release && (() => track(release()));
-  };
   const service = fakeService();
   const hits: CacheHit[] = [];
   const lookups: CacheLookup[] = [];
