@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, utimesSync, writevSync } from 'node:fs';
 import { mkdir, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../log.ts';
-import { decodeEntry, type Entry, encodeEntry } from './entry-file.ts';
+import { decodeEntry, type Entry, encodeEntryHead } from './entry-file.ts';
 import { isFreeOrStale, LOCK_SUFFIX, MAX_LOCK_AGE_MS, removeQuietly, tryLock } from './folder-lock.ts';
 import { type JournalChange, openJournal } from './journal.ts';
 
@@ -341,8 +341,9 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
     const changes: JournalChange[] = [];
     const written: { key: string; known: Known; temp: string; at: number }[] = [];
     for (const { key, entry } of batch) {
-      const bytes = encodeEntry(entry.meta, entry.audio);
-      if (bytes.length > maxBytes) {
+      const head = encodeEntryHead(entry.meta, entry.audio);
+      const bytes = head.length + entry.audio.length;
+      if (bytes > maxBytes) {
         outcomes.push('too-large');
         continue;
       }
@@ -352,22 +353,22 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
         outcomes.push('stored');
         continue;
       }
-      const evicted = makeRoom(bytes.length);
+      const evicted = makeRoom(bytes);
       if (!evicted) {
         outcomes.push('no-room');
         continue;
       }
       changes.push(...evicted.map((victim) => ({ key: victim })));
-      const known: Known = { bytes: bytes.length, writing: true };
+      const known: Known = { bytes, writing: true };
       index.set(key, known);
-      total += bytes.length;
+      total += bytes;
       const temp = join(dir, `${key}.${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`);
       // One file a turn of the event loop: a batch of a rush's misses never holds the audio cycle of the streams
       // playing for longer than one write.
       if (written.length > 0) await new Promise((resolve) => setImmediate(resolve));
-      if (writeTemp(temp, bytes)) {
+      if (writeTemp(temp, [head, entry.audio])) {
         written.push({ key, known, temp, at: outcomes.length });
-        changes.push({ key, bytes: bytes.length });
+        changes.push({ key, bytes });
         outcomes.push('stored');
       } else {
         forgetWriting(key, known);
@@ -404,11 +405,24 @@ export async function openDiskCache(options: DiskCacheOptions): Promise<DiskCach
    * Writes a temporary file, in place (a clip of a few dozen KB into the kernel's page cache takes tens of
    * microseconds: see folder-lock.ts); false (the file removed, the failure logged) when it could not.
    */
-  function writeTemp(temp: string, bytes: Buffer): boolean {
+  function writeTemp(temp: string, parts: readonly Buffer[]): boolean {
     try {
       const fd = openSync(temp, 'wx', 0o600);
       try {
-        writeFileSync(fd, bytes);
+        let left = parts.filter((part) => part.length > 0);
+        while (left.length > 0) {
+          // A file takes the whole write but for a full disk (which throws); a short one is written on from there.
+          let written = writevSync(fd, left);
+          const rest: Buffer[] = [];
+          for (const part of left) {
+            if (written >= part.length) written -= part.length;
+            else {
+              rest.push(part.subarray(written));
+              written = 0;
+            }
+          }
+          left = rest;
+        }
         // Not synced by default: a read verifies every entry (its audio's SHA-256), so a file a power loss left
         // damaged is deleted and generated again; a crash of the process loses nothing the kernel was given.
         if (options.storeOneByOne) fsyncSync(fd);

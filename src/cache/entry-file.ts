@@ -40,6 +40,11 @@ interface Header extends EntryMeta {
 
 /** The bytes of a cache file holding `audio`. */
 export function encodeEntry(meta: EntryMeta, audio: Buffer): Buffer {
+  return Buffer.concat([encodeEntryHead(meta, audio), audio]);
+}
+
+/** The bytes of a cache file before its audio: written with the audio behind them, no copy of it is made. */
+export function encodeEntryHead(meta: EntryMeta, audio: Buffer): Buffer {
   const header: Header = {
     v: VERSION,
     bytes: audio.length,
@@ -49,7 +54,7 @@ export function encodeEntry(meta: EntryMeta, audio: Buffer): Buffer {
   const json = Buffer.from(JSON.stringify(header), 'utf8');
   const length = Buffer.alloc(4);
   length.writeUInt32BE(json.length);
-  return Buffer.concat([MAGIC, length, json, audio]);
+  return Buffer.concat([MAGIC, length, json]);
 }
 
 /** Decodes and verifies a cache file; undefined when it is truncated, altered or not a cache file at all. */
