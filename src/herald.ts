@@ -24,6 +24,7 @@ import {
   startOperations,
 } from './ops/index.ts';
 import { createPrivacy, type PrivacyOptions } from './privacy/index.ts';
+import { createAnswering } from './rush/index.ts';
 import { claimShards } from './shard/claim.ts';
 import { runsShard } from './shard/client.ts';
 import { createSpeech } from './speech/index.ts';
@@ -142,7 +143,9 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     logger: child('cache'),
   });
 
-  // Voice: each server's session, queue and connection.
+  // Voice: each server's session, queue and connection. In a rush, the interactions are answered before
+  // utterances start (issue 44).
+  const answering = createAnswering();
   const voiceLogger = child('voice');
   const voice = createVoice({
     config,
@@ -152,6 +155,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     // Sessions are watched only when someone can look: with the endpoint off, voice runs exactly as without it.
     observer: observation.metrics ? watch.observer : undefined,
     connectTimeoutMs: options.voiceConnectTimeoutMs,
+    answering,
     logger: voiceLogger,
   });
 
@@ -168,31 +172,33 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     defaultSpeaker: config.tts.defaultSpeaker,
     logger: child('autoread'),
   });
-  const interaction = createInteractionHandler(
-    commands,
-    {
-      tts,
-      settings: stores.settings,
-      voice,
-      autoread: stores.autoread,
-      logger,
-      defaultSpeaker: config.tts.defaultSpeaker,
-      estimateCostUsd: (characters) => budget.guard.estimateUsd(characters),
-      budget: budget.guard,
-      budgetProbe: budget.probe,
-      isOperator: operatorsOf(client, config.budget.ownerIds, logger),
-      budgetAlertChannelId: config.budget.alertChannelId,
-      cache: stores.cache,
-      cacheEnabled: audioCache.enabled,
-      cacheMaxChars: config.cache.maxChars,
-      members: stores.members,
-      ttsForm: config.tts.form,
-      renderPreviewFile: (request, guildId) => renderPreviewFile(synthesize, request, guildId),
-      voiceMessages: createVoiceMessages({ synthesize, unplayed }),
-      userInstall: config.userInstall,
-      privacy,
-    },
-    messageCommands,
+  const interaction = answering.around(
+    createInteractionHandler(
+      commands,
+      {
+        tts,
+        settings: stores.settings,
+        voice,
+        autoread: stores.autoread,
+        logger,
+        defaultSpeaker: config.tts.defaultSpeaker,
+        estimateCostUsd: (characters) => budget.guard.estimateUsd(characters),
+        budget: budget.guard,
+        budgetProbe: budget.probe,
+        isOperator: operatorsOf(client, config.budget.ownerIds, logger),
+        budgetAlertChannelId: config.budget.alertChannelId,
+        cache: stores.cache,
+        cacheEnabled: audioCache.enabled,
+        cacheMaxChars: config.cache.maxChars,
+        members: stores.members,
+        ttsForm: config.tts.form,
+        renderPreviewFile: (request, guildId) => renderPreviewFile(synthesize, request, guildId),
+        voiceMessages: createVoiceMessages({ synthesize, unplayed }),
+        userInstall: config.userInstall,
+        privacy,
+      },
+      messageCommands,
+    ),
   );
   listenToDiscord(client, { interaction, voice, autoread, privacy, logger });
   // Once the caches are filled: rejoin the voice channels Herald was in before a restart, and finish their queues.

@@ -1,6 +1,7 @@
 // Playing comes first (issue 44): the gate the starts of utterances pass, so that a rush of them never holds the
 // audio cycle of the streams already playing. Import from here.
 
+export { type Answering, createAnswering } from './answering.ts';
 export {
   type CpuTimes,
   createMachineLoad,

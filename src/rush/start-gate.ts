@@ -9,7 +9,8 @@
  * {@link StartGateOptions.maxHoldMs}), and at most {@link StartGateOptions.maxRunning} are under way at once: the loop keeps room for the audio cycle and the interactions, and the first members to ask
  * hear their first word first. Where several processes share the machine's cores, a probe on time is not enough:
  * the gate also waits while the machine has no idle time ({@link StartGateOptions.machineBusy}), which each process
- * alone cannot see on its own timers.
+ * alone cannot see on its own timers. And while the process has interactions to answer on a busy machine, the
+ * floor is a second rather than a tenth: the answers come first ({@link StartGateOptions.answering}).
  */
 
 /** Ends a start's hold on the gate; calling it again does nothing. */
@@ -50,6 +51,14 @@ export interface StartGateOptions {
    * nobody through then either, as when it fired late. None: the probe's own lateness alone decides.
    */
   readonly machineBusy?: () => boolean;
+  /**
+   * True while this process has interactions to answer (see src/rush/answering.ts): while the machine is busy then,
+   * the floor is {@link maxHoldAnsweringMs} rather than {@link maxHoldMs}, so the answers (Discord's three
+   * seconds) go before the starts. None: never.
+   */
+  readonly answering?: () => boolean;
+  /** The floor while {@link answering}, ms; default 1,000. */
+  readonly maxHoldAnsweringMs?: number;
   /** Clock in ms; `performance.now` by default. */
   readonly now?: () => number;
 }
@@ -59,6 +68,7 @@ export const DEFAULT_MAX_RUNNING = 64;
 const DEFAULT_PROBE_MS = 5;
 const DEFAULT_MAX_LAG_MS = 10;
 const DEFAULT_MAX_HOLD_MS = 100;
+const DEFAULT_MAX_HOLD_ANSWERING_MS = 1_000;
 
 interface Waiter {
   readonly resolve: (release: Release) => void;
@@ -73,6 +83,7 @@ export function createStartGate(options: StartGateOptions = {}): StartGate {
   const probeMs = options.probeMs ?? DEFAULT_PROBE_MS;
   const maxLagMs = options.maxLagMs ?? DEFAULT_MAX_LAG_MS;
   const maxHoldMs = options.maxHoldMs ?? DEFAULT_MAX_HOLD_MS;
+  const maxHoldAnsweringMs = options.maxHoldAnsweringMs ?? DEFAULT_MAX_HOLD_ANSWERING_MS;
   const now = options.now ?? (() => performance.now());
   const waiters: Waiter[] = [];
   let running = 0;
@@ -101,7 +112,8 @@ export function createStartGate(options: StartGateOptions = {}): StartGate {
       probe = undefined;
       const next = waiters[0];
       const onTime = now() - firesAt <= maxLagMs && !options.machineBusy?.();
-      if (next && running < maxRunning && (onTime || now() - lastThrough >= maxHoldMs)) {
+      const floor = options.answering?.() ? maxHoldAnsweringMs : maxHoldMs;
+      if (next && running < maxRunning && (onTime || now() - lastThrough >= floor)) {
         waiters.shift();
         letThrough(next);
       }

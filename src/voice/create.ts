@@ -1,7 +1,7 @@
 import { type Client, Events } from 'discord.js';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { createMachineLoad, createStartGate } from '../rush/index.ts';
+import { type Answering, createMachineLoad, createStartGate } from '../rush/index.ts';
 import { ownsGuild } from '../shard/client.ts';
 import { shardOfGuild } from '../shard/config.ts';
 import type { VoiceStateStore } from '../storage/voice-state.ts';
@@ -27,6 +27,8 @@ export interface VoiceParts {
   readonly observer: VoiceManagerOptions['observer'] | undefined;
   /** How long a voice join may take before Herald gives up (default 15 s). */
   readonly connectTimeoutMs: number | undefined;
+  /** The process's interactions not yet answered, which the starts of utterances let go first in a rush. */
+  readonly answering: Answering;
   readonly logger: Logger;
 }
 
@@ -45,7 +47,7 @@ export function createVoice(parts: VoiceParts): VoiceManager {
     // One gateway connection (shard), so one join queue: Discord's command rate is per shard.
     joinQueue: createJoinQueue(),
     // One event loop, one gate: every server's starts take turns so that none holds the audio cycle (issue 44).
-    ...(config.rushScheduler ? { startGate: startGate() } : {}),
+    ...(config.rushScheduler ? { startGate: startGate(parts.answering) } : {}),
     onUnplayed: (result, _request, reason) => parts.unplayed(result, reason),
     ...(parts.observer ? { observer: parts.observer } : {}),
   });
@@ -85,8 +87,11 @@ export function recoverWhenReady(
   return (shardId) => recover([shardId]);
 }
 
-/** The process's start gate: its own timers, and the machine's idle time it shares with the other processes. */
-function startGate() {
+/**
+ * The process's start gate: its own timers, the machine's idle time it shares with the other processes, and the
+ * interactions it has to answer.
+ */
+function startGate(answering: Answering) {
   const machine = createMachineLoad();
-  return createStartGate({ machineBusy: () => machine.busy() });
+  return createStartGate({ machineBusy: () => machine.busy(), answering: () => answering.pending > 0 });
 }

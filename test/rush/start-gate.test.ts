@@ -5,7 +5,13 @@ import { createStartGate, type Release } from '../../src/rush/index.ts';
 /** How late the gate's clock says each probe fired (ms): the test plays a busy event loop with it. */
 let lagMs = 0;
 const gateWith = (
-  options: { maxRunning?: number; maxLagMs?: number; maxHoldMs?: number; machineBusy?: () => boolean } = {},
+  options: {
+    maxRunning?: number;
+    maxLagMs?: number;
+    maxHoldMs?: number;
+    machineBusy?: () => boolean;
+    answering?: () => boolean;
+  } = {},
 ) =>
   createStartGate({ probeMs: 5, maxLagMs: 10, maxHoldMs: 1_000, ...options, now: () => Date.now() + lagMs });
 
@@ -81,6 +87,28 @@ describe('createStartGate', () => {
     expect(through).toEqual([0]);
     await vi.advanceTimersByTimeAsync(10);
     expect(through).toEqual([0, 1]);
+    machineBusy = false;
+    await vi.advanceTimersByTimeAsync(10);
+    expect(through).toEqual([0, 1, 2, 3]);
+  });
+
+  it('holds starts for a second, not a tenth, while the process answers interactions on a busy machine', async () => {
+    let answering = true;
+    let machineBusy = true;
+    const gate = gateWith({ maxHoldMs: 100, machineBusy: () => machineBusy, answering: () => answering });
+    const { through } = enterMany(gate, 4);
+    await vi.advanceTimersByTimeAsync(0);
+    // The first went at once (nothing was under way); the others wait for the answers, a second at the most.
+    await vi.advanceTimersByTimeAsync(990);
+    expect(through).toEqual([0]);
+    await vi.advanceTimersByTimeAsync(15);
+    expect(through).toEqual([0, 1]);
+    // Answered: the floor is a tenth again.
+    answering = false;
+    await vi.advanceTimersByTimeAsync(105);
+    expect(through).toEqual([0, 1, 2]);
+    // Still answering, but the machine has idle time: probes on time let starts through as ever.
+    answering = true;
     machineBusy = false;
     await vi.advanceTimersByTimeAsync(10);
     expect(through).toEqual([0, 1, 2, 3]);
