@@ -12,3 +12,11 @@ export function slope(points: readonly (readonly [number, number])[]): number {
   }
   return den === 0 ? 0 : num / den;
 }
+
+/** The middle value (the mean of the two middle ones); undefined for none. */
+export function median(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+}
