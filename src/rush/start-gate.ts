@@ -139,8 +139,11 @@ export function createStartGate(options: StartGateOptions = {}): StartGate {
             reject(signal?.reason);
           },
         };
-        // A lone start (nothing under way, nobody waiting) goes at once: a quiet server's /speak pays nothing.
-        if (running === 0 && waiters.length === 0 && probe === undefined) {
+        // A lone start (nothing under way, nobody waiting) goes at once: a quiet server's /speak pays nothing. Not
+        // while a busy machine answers interactions: the first start of a rush would play its first packets behind
+        // the answers.
+        const answeringBusy = (options.answering?.() ?? false) && (options.machineBusy?.() ?? false);
+        if (running === 0 && waiters.length === 0 && probe === undefined && !answeringBusy) {
           letThrough(waiter);
           return;
         }

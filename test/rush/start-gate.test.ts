@@ -98,20 +98,27 @@ describe('createStartGate', () => {
     const gate = gateWith({ maxHoldMs: 100, machineBusy: () => machineBusy, answering: () => answering });
     const { through } = enterMany(gate, 4);
     await vi.advanceTimersByTimeAsync(0);
-    // The first went at once (nothing was under way); the others wait for the answers, a second at the most.
+    // Even the first waits (its first packets would go out behind the answers), a second at the most.
     await vi.advanceTimersByTimeAsync(990);
-    expect(through).toEqual([0]);
+    expect(through).toEqual([]);
     await vi.advanceTimersByTimeAsync(15);
-    expect(through).toEqual([0, 1]);
+    expect(through).toEqual([0]);
     // Answered: the floor is a tenth again.
     answering = false;
     await vi.advanceTimersByTimeAsync(105);
-    expect(through).toEqual([0, 1, 2]);
+    expect(through).toEqual([0, 1]);
     // Still answering, but the machine has idle time: probes on time let starts through as ever.
     answering = true;
     machineBusy = false;
     await vi.advanceTimersByTimeAsync(10);
     expect(through).toEqual([0, 1, 2, 3]);
+  });
+
+  it('lets a lone start through at once while the process answers on a machine with idle time', async () => {
+    const gate = gateWith({ maxHoldMs: 100, machineBusy: () => false, answering: () => true });
+    const { through } = enterMany(gate, 1);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(through).toEqual([0]);
   });
 
   it('still lets one through every maxHoldMs when every probe is late (a machine that gives it no core)', async () => {
