@@ -143,8 +143,7 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     logger: child('cache'),
   });
 
-  // Voice: each server's session, queue and connection. In a rush, the interactions are answered before
-  // utterances start (issue 44).
+  // Voice: each server's session, queue and connection; in a rush, answers go before starts (issue 44).
   const answering = createAnswering();
   const voiceLogger = child('voice');
   const voice = createVoice({
@@ -172,35 +171,33 @@ export async function startHerald(config: Config, options: HeraldOptions): Promi
     defaultSpeaker: config.tts.defaultSpeaker,
     logger: child('autoread'),
   });
-  const interaction = answering.around(
-    createInteractionHandler(
-      commands,
-      {
-        tts,
-        settings: stores.settings,
-        voice,
-        autoread: stores.autoread,
-        logger,
-        defaultSpeaker: config.tts.defaultSpeaker,
-        estimateCostUsd: (characters) => budget.guard.estimateUsd(characters),
-        budget: budget.guard,
-        budgetProbe: budget.probe,
-        isOperator: operatorsOf(client, config.budget.ownerIds, logger),
-        budgetAlertChannelId: config.budget.alertChannelId,
-        cache: stores.cache,
-        cacheEnabled: audioCache.enabled,
-        cacheMaxChars: config.cache.maxChars,
-        members: stores.members,
-        ttsForm: config.tts.form,
-        renderPreviewFile: (request, guildId) => renderPreviewFile(synthesize, request, guildId),
-        voiceMessages: createVoiceMessages({ synthesize, unplayed }),
-        userInstall: config.userInstall,
-        privacy,
-      },
-      messageCommands,
-    ),
+  const interaction = createInteractionHandler(
+    commands,
+    {
+      tts,
+      settings: stores.settings,
+      voice,
+      autoread: stores.autoread,
+      logger,
+      defaultSpeaker: config.tts.defaultSpeaker,
+      estimateCostUsd: (characters) => budget.guard.estimateUsd(characters),
+      budget: budget.guard,
+      budgetProbe: budget.probe,
+      isOperator: operatorsOf(client, config.budget.ownerIds, logger),
+      budgetAlertChannelId: config.budget.alertChannelId,
+      cache: stores.cache,
+      cacheEnabled: audioCache.enabled,
+      cacheMaxChars: config.cache.maxChars,
+      members: stores.members,
+      ttsForm: config.tts.form,
+      renderPreviewFile: (request, guildId) => renderPreviewFile(synthesize, request, guildId),
+      voiceMessages: createVoiceMessages({ synthesize, unplayed }),
+      userInstall: config.userInstall,
+      privacy,
+    },
+    messageCommands,
   );
-  listenToDiscord(client, { interaction, voice, autoread, privacy, logger });
+  listenToDiscord(client, { interaction: answering.around(interaction), voice, autoread, privacy, logger });
   // Once the caches are filled: rejoin the voice channels Herald was in before a restart, and finish their queues.
   const recoverShard = recoverWhenReady(client, {
     store: stores.voiceState,
