@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, closeSync, openSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { appendFileSync, closeSync, openSync, readSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { removeQuietly } from './folder-lock.ts';
 
 /**
  * The cache folder's journal: each store appends the entries it added and evicted, so every other process on the
@@ -65,11 +66,7 @@ export function openJournal(dir: string, tempSuffix: string): Journal {
     try {
       renameSync(temp, path);
     } catch (error) {
-      try {
-        unlinkSync(temp);
-      } catch {
-        // Never created, or gone: nothing left behind.
-      }
+      removeQuietly(temp);
       throw error;
     }
     damaged = false;
