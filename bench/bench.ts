@@ -71,6 +71,9 @@ export async function runBench(options: BenchOptions): Promise<BenchResult> {
         LOG_LEVEL: 'warn',
         NODE_EXTRA_CA_CERTS: caPath,
         QUEUE_MAX_PER_SERVER: '50',
+        // P4 speaks once every server of a step is in voice; joins go at Discord's gateway rate (90 a minute a shard),
+        // so 500 servers on one shard take over five minutes, and the first joined would leave idle before P4 spoke.
+        IDLE_TIMEOUT_SECONDS: '3600',
         ...(options.shards ? { SHARD_COUNT: String(options.shards) } : {}),
         ...(options.heraldAllocator === 'jemalloc' ? { LD_PRELOAD: jemallocPath() } : {}),
         ...options.heraldEnv,
