@@ -12,8 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync, StatementSync } from 'node:sqlite';
 
-/** Per call site: calls, CPU ms, wall ms. */
-const calls = new Map<string, { calls: number; cpuMs: number; wallMs: number }>();
+/** Per call site: calls, CPU ms, wall ms, the longest call's wall ms, and the calls that took over 5 ms. */
+const calls = new Map<
+  string,
+  { calls: number; cpuMs: number; wallMs: number; maxWallMs: number; over5ms: number; over5msCpuMs: number }
+>();
 
 const cpuMs = (): number => {
   const { user, system } = process.threadCpuUsage();
@@ -26,10 +29,24 @@ function counted<T>(key: string, call: () => T): T {
   try {
     return call();
   } finally {
-    const entry = calls.get(key) ?? { calls: 0, cpuMs: 0, wallMs: 0 };
+    const entry = calls.get(key) ?? {
+      calls: 0,
+      cpuMs: 0,
+      wallMs: 0,
+      maxWallMs: 0,
+      over5ms: 0,
+      over5msCpuMs: 0,
+    };
+    const spentCpu = cpuMs() - cpu;
+    const spentWall = performance.now() - wall;
     entry.calls++;
-    entry.cpuMs += cpuMs() - cpu;
-    entry.wallMs += performance.now() - wall;
+    entry.cpuMs += spentCpu;
+    entry.wallMs += spentWall;
+    entry.maxWallMs = Math.max(entry.maxWallMs, spentWall);
+    if (spentWall > 5) {
+      entry.over5ms++;
+      entry.over5msCpuMs += spentCpu;
+    }
     calls.set(key, entry);
   }
 }
@@ -58,12 +75,13 @@ process.on('exit', () => {
       calls: sum.calls + row.calls,
       cpuMs: sum.cpuMs + row.cpuMs,
       wallMs: sum.wallMs + row.wallMs,
+      over5ms: sum.over5ms + row.over5ms,
     }),
-    { calls: 0, cpuMs: 0, wallMs: 0 },
+    { calls: 0, cpuMs: 0, wallMs: 0, over5ms: 0 },
   );
   const file = join(process.env.SQLITE_CALLS_DIR ?? tmpdir(), `sqlite-calls-${process.pid}.json`);
   writeFileSync(file, `${JSON.stringify({ pid: process.pid, total, calls: rows }, null, 1)}\n`);
   process.stderr.write(
-    `sqlite calls (pid ${process.pid}): ${total.calls} calls, ${total.cpuMs.toFixed(0)} ms CPU, ${total.wallMs.toFixed(0)} ms wall; ${file}\n`,
+    `sqlite calls (pid ${process.pid}): ${total.calls} calls, ${total.cpuMs.toFixed(0)} ms CPU, ${total.wallMs.toFixed(0)} ms wall, ${total.over5ms} calls over 5 ms; ${file}\n`,
   );
 });
