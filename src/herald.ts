@@ -79,8 +79,7 @@ export const DEFAULT_SHUTDOWN_DRAIN_MS = 5_000;
  */
 export async function startHerald(config: Config, options: HeraldOptions): Promise<Herald> {
   // Storage: one database (a SQLite file, or PostgreSQL shared with Herald's other processes), held for these shards.
-  // A shard's manager checkpoints a SQLite file's log: its copy and syncs stay off the loop that sends the audio.
-  const db = openDatabase(config.database, { walCheckpoints: config.shards.managed ? 'elsewhere' : 'here' });
+  const db = openDatabase(config.database);
   // Each shard's gateway session is kept in the database: a restart RESUMEs it rather than waiting to IDENTIFY.
   const gateway = createGatewaySessions();
   const client = createDiscordClient(config, {

@@ -6,7 +6,7 @@ import { resumableShards } from '../gateway/resumable.ts';
 import type { Logger } from '../log.ts';
 import type { OpsServer } from '../ops/index.ts';
 import { keepRecentProblems } from '../ops/recent-problems.ts';
-import { type Database, openDatabase, startCheckpointsFor } from '../storage/index.ts';
+import { type Database, openDatabase } from '../storage/index.ts';
 import { shardIdsOf } from './config.ts';
 import type { ManagerOps } from './manager-ops.ts';
 import { loadShardingManager } from './sharding-manager.ts';
@@ -95,10 +95,6 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
   if (config.cache.maxBytes > 0) {
     await prepareShardCacheFolders(config.cache.dir, { count, firstId: ids[0] ?? 0, logger });
   }
-  // The shards leave a SQLite file's checkpoints to this process (herald.ts), which plays no audio.
-  const checkpoints = startCheckpointsFor(config.database, (error) =>
-    logger.warn('could not checkpoint the database log', { err: error }),
-  );
   let ops: Promise<ManagerOps | undefined> = Promise.resolve(undefined);
   const stop = async (): Promise<void> => {
     stopping = true;
@@ -106,7 +102,6 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
     await Promise.all(
       ids.map((id) => manager.shards.get(id)).flatMap((shard) => (shard ? [stopShard(shard)] : [])),
     );
-    checkpoints?.stop();
   };
 
   // Shards a planned stop left resumable start together: a RESUME waits for no identify slot. They are spawned

@@ -5,7 +5,7 @@
 import type { Database } from './database.ts';
 
 export type { Database, Dialect, Migrations, Queryable, SqlValue } from './database.ts';
-export { type DatabaseConfig, type OpenDatabaseOptions, openDatabase, startCheckpointsFor } from './open.ts';
+export { type DatabaseConfig, type OpenDatabaseOptions, openDatabase } from './open.ts';
 export {
   DatabaseTimeoutError,
   DEFAULT_CONNECT_TIMEOUT_MS,

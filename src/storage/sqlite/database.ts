@@ -8,17 +8,6 @@ import {
   type Queryable,
   type SqlValue,
 } from '../database.ts';
-import { BACKSTOP_AUTOCHECKPOINT_PAGES } from './checkpoints.ts';
-
-/** Options of {@link openSqliteDatabase}. */
-export interface SqliteOptions {
-  /**
-   * 'here' (default): SQLite checkpoints the write-ahead log in this connection when a commit fills it past 1,000
-   * pages. 'elsewhere': another process does (`startWalCheckpoints`, in the shard manager), and this connection
-   * only past {@link BACKSTOP_AUTOCHECKPOINT_PAGES}, so a checkpoint's copy and syncs stay off this event loop.
-   */
-  readonly walCheckpoints?: 'here' | 'elsewhere';
-}
 
 /** `$1` → `?1`: SQLite numbers its parameters with `?`, and `$1` would be a named one there. */
 const placeholders = (sql: string): string => sql.replace(/\$(\d+)/g, '?$1');
@@ -71,7 +60,7 @@ const BUSY = Symbol('busy');
  * retrying asynchronously: this connection's reads, which WAL never blocks, go on meanwhile, and its writes keep
  * their order.
  */
-export function openSqliteDatabase(path: string, options: SqliteOptions = {}): Database {
+export function openSqliteDatabase(path: string): Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path);
   // WAL keeps readers off the writer's back. synchronous=NORMAL: a commit is written to the WAL before it returns
@@ -80,9 +69,6 @@ export function openSqliteDatabase(path: string, options: SqliteOptions = {}): D
   // busy_timeout stays 0: a busy database is retried by retryBusy, without blocking the thread.
   db.exec('PRAGMA busy_timeout = 1000; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 0;');
   db.exec('PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;');
-  if (options.walCheckpoints === 'elsewhere') {
-    db.exec(`PRAGMA wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT_PAGES}`);
-  }
   const ready = retryBusy(() =>
     db.exec(
       'CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT PRIMARY KEY, version INTEGER NOT NULL)',
