@@ -11,6 +11,7 @@ import type { StartGate } from '../rush/index.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import type { JoinQueue } from './join-queue.ts';
 import { createSynthesisPacing, type SynthesisPacing } from './pacing.ts';
+import { type QueuedAcross, QueuedTally } from './queued-tally.ts';
 import {
   type DropReason,
   type EnqueueOutcome,
@@ -121,6 +122,8 @@ export class VoiceManager {
   readonly #withdrawnAway = new Map<string, number>();
   readonly #options: VoiceManagerOptions;
   readonly #pacing: SynthesisPacing;
+  /** What every session's queue holds unreserved, kept as they change: a /speak reads it without a pass over them. */
+  readonly #tally = new QueuedTally();
   readonly #pendingSnapshots = new Set<string>();
 
   constructor(options: VoiceManagerOptions) {
@@ -132,8 +135,8 @@ export class VoiceManager {
    * Characters queued and not yet paid for: the member's in every server, everyone's in this server, and
    * everyone's everywhere (the budget guard counts them as committed).
    */
-  queued(guildId: string, userId: string): { member: number; guild: number; all: number } {
-    return queuedAcross(this.#sessions, guildId, userId);
+  queued(guildId: string, userId: string): QueuedAcross {
+    return this.#tally.of(guildId, userId);
   }
 
   /** The live session of a server, if Herald is in voice there. */
@@ -184,6 +187,7 @@ export class VoiceManager {
         : { framesPerPacket: this.#options.framesPerPacket }),
       ...(this.#options.joinQueue ? { joinQueue: this.#options.joinQueue } : {}),
       ...(this.#options.startGate ? { startGate: this.#options.startGate } : {}),
+      tally: this.#tally,
       ...(this.#options.connectTimeoutMs === undefined
         ? {}
         : { connectTimeoutMs: this.#options.connectTimeoutMs }),
@@ -409,25 +413,4 @@ export class VoiceManager {
       announce(notice.reason);
     }, ALONE_GRACE_MS).unref();
   }
-}
-
-/**
- * The characters queued and not yet paid for in `sessions` (each server's): `userId`'s in every server, everyone's
- * in `guildId`, and everyone's everywhere. One pass over the servers: it runs on every /speak.
- */
-export function queuedAcross(
-  sessions: ReadonlyMap<string, { readonly session: Pick<GuildSession, 'queuedCharacters'> }>,
-  guildId: string,
-  userId: string,
-): { member: number; guild: number; all: number } {
-  let member = 0;
-  let all = 0;
-  let guild = 0;
-  for (const [id, { session }] of sessions) {
-    const queued = session.queuedCharacters(userId);
-    member += queued.member;
-    all += queued.all;
-    if (id === guildId) guild = queued.all;
-  }
-  return { member, guild, all };
 }

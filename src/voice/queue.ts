@@ -3,6 +3,7 @@ import type { Logger } from '../log.ts';
 import type { StartGate } from '../rush/index.ts';
 import { countCharacters, type GenerateResult, TtsAbortedError } from '../tts/index.ts';
 import type { SynthesisPacing } from './pacing.ts';
+import type { QueuedTally } from './queued-tally.ts';
 import type { EnqueueOutcome, QueueLimits, SpeechRequest, Synthesize } from './request.ts';
 
 import {
@@ -24,12 +25,6 @@ export type {
   Synthesize,
   Utterance,
 };
-
-/** Characters queued and not yet reserved: everyone's, and one member's among them. */
-export interface QueuedCharacters {
-  readonly all: number;
-  readonly member: number;
-}
 
 /** Options of {@link SpeechQueue}. */
 export interface SpeechQueueOptions {
@@ -63,6 +58,12 @@ export interface SpeechQueueOptions {
    * synthesis, and holds it until it plays. None: every start goes at once.
    */
   readonly startGate?: StartGate;
+  /**
+   * The process's count of characters queued and not yet reserved (every server's), which the budget reads at each
+   * /speak: this queue adds an utterance when it is queued and takes it back when its synthesis starts or it is
+   * dropped.
+   */
+  readonly tally?: QueuedTally;
   /** Clock in ms; `performance.now` by default. */
   readonly now?: () => number;
 }
@@ -108,23 +109,6 @@ export class SpeechQueue {
   }
 
   /**
-   * Characters queued and not yet reserved (no synthesis started): everyone's, and those of `userId` among them.
-   * Called for every server on each /speak (the budget counts every queue): one pass, and nothing allocated.
-   */
-  queuedCharacters(userId?: string): QueuedCharacters {
-    let all = 0;
-    let member = 0;
-    // -1: the utterance playing (or being made), then the waiting ones in order.
-    for (let i = -1; i < this.#waiting.length; i++) {
-      const utterance = i === -1 ? this.#current : this.#waiting[i];
-      if (!utterance || utterance.synthesis) continue;
-      all += utterance.characters;
-      if (utterance.request.requestedBy.id === userId) member += utterance.characters;
-    }
-    return { all, member };
-  }
-
-  /**
    * What is still to be heard, in order: every utterance not yet handed to the player (and, with
    * `includePlaying`, the one playing now: a graceful shutdown keeps it to say again after the restart).
    */
@@ -149,7 +133,7 @@ export class SpeechQueue {
     const mine = this.#all().filter((u) => u.request.requestedBy.id === request.requestedBy.id).length;
     if (mine >= perMember) return { kind: 'queue-full', scope: 'member', limit: perMember };
     const ahead = this.pending;
-    this.#waiting.push({
+    const utterance: Utterance = {
       request,
       characters: countCharacters(request.text),
       abort: new AbortController(),
@@ -162,7 +146,10 @@ export class SpeechQueue {
       streamError: undefined,
       slowStart: false,
       release: undefined,
-    });
+      counted: false,
+    };
+    this.#setCounted(utterance, true);
+    this.#waiting.push(utterance);
     this.#pump();
     this.#changed();
     return { kind: 'queued', ahead };
@@ -204,7 +191,10 @@ export class SpeechQueue {
     const index = this.#waiting.findIndex((utterance) => utterance.request.key === request.key);
     const old = this.#waiting[index];
     if (request.key === undefined || !old || old.synthesis) return false;
-    this.#waiting[index] = { ...old, request, characters: countCharacters(request.text) };
+    this.#setCounted(old, false);
+    const edited: Utterance = { ...old, request, characters: countCharacters(request.text), counted: false };
+    this.#setCounted(edited, true);
+    this.#waiting[index] = edited;
     this.#changed();
     return true;
   }
@@ -356,6 +346,7 @@ export class SpeechQueue {
       this.#changed();
     } catch (error) {
       releaseGate(utterance);
+      this.#setCounted(utterance, false);
       if (!utterance.dropped) utterance.request.onFailure(error);
       // Paid and failed before it was played (e.g. DAVE never got ready): unheard.
       if (utterance.prepared) this.#discard(utterance, 'failed');
@@ -369,6 +360,8 @@ export class SpeechQueue {
 
   #prepare(utterance: Utterance): Promise<Prepared> {
     if (utterance.synthesis) return utterance.synthesis;
+    // Reserved by the budget from here on: no longer "queued".
+    this.#setCounted(utterance, false);
     const startedAt = this.#now();
     const synthesis = this.#options
       .synthesize(utterance.request, utterance.abort.signal, this.#options.guildId)
@@ -414,10 +407,21 @@ export class SpeechQueue {
   }
 
   #drop(utterance: Utterance, reason: DropReason): void {
+    this.#setCounted(utterance, false);
     utterance.dropped ??= reason;
     utterance.abort.abort();
     releaseGate(utterance);
     if (utterance.prepared && !heard(utterance)) this.#discard(utterance, reason);
+  }
+
+  /** Puts `utterance` in the process's tally of characters queued and not yet reserved, or takes it out; once. */
+  #setCounted(utterance: Utterance, counted: boolean): void {
+    if (utterance.counted === counted) return;
+    utterance.counted = counted;
+    const { tally, guildId } = this.#options;
+    const userId = utterance.request.requestedBy.id;
+    if (counted) tally?.add(guildId, userId, utterance.characters);
+    else tally?.remove(guildId, userId, utterance.characters);
   }
 
   #discard(utterance: Utterance, reason: DropReason): void {

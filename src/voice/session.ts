@@ -20,7 +20,6 @@ import { DEFAULT_FRAMES_PER_PACKET } from './packet-defaults.ts';
 import {
   type DropReason,
   type EnqueueOutcome,
-  type QueuedCharacters,
   type QueueLimits,
   type SessionEnd,
   SpeechQueue,
@@ -29,6 +28,7 @@ import {
   type Synthesize,
   type Utterance,
 } from './queue.ts';
+import type { QueuedTally } from './queued-tally.ts';
 
 export type {
   DropReason,
@@ -75,6 +75,8 @@ export interface GuildSessionOptions
   readonly withdrawn?: (key: string) => boolean;
   /** The process's start gate (see {@link SpeechQueueOptions.startGate}); none: every start goes at once. */
   readonly startGate?: StartGate;
+  /** The process's count of characters queued and not yet reserved (see {@link SpeechQueueOptions.tally}). */
+  readonly tally?: QueuedTally;
 }
 
 /** One Opus frame, and one tick of the audio player. */
@@ -195,6 +197,7 @@ export class GuildSession {
       stopPlayback: () => this.player.stop(true),
       onEmpty: () => this.#armIdleTimer(),
       ...(options.startGate ? { startGate: options.startGate } : {}),
+      ...(options.tally ? { tally: options.tally } : {}),
       ...(options.onChange ? { onChange: options.onChange } : {}),
       ...(options.onUnplayed ? { onUnplayed: options.onUnplayed } : {}),
     });
@@ -251,11 +254,6 @@ export class GuildSession {
   /** What is still to be heard, in order (not yet handed to the player). */
   unheard(options: { includePlaying?: boolean } = {}): SpeechRequest[] {
     return this.#queue.unheard(options);
-  }
-
-  /** Characters queued and not yet paid for: everyone's, and those of `userId` among them. */
-  queuedCharacters(userId?: string): QueuedCharacters {
-    return this.#queue.queuedCharacters(userId);
   }
 
   /** Queues an utterance; refused when the server's or the member's queue is full. */

@@ -49,6 +49,8 @@ export interface Utterance {
   slowStart: boolean;
   /** Its hold on the start gate, from its turn until it plays (or fails, or is dropped). */
   release: Release | undefined;
+  /** True while its characters count in the process's queued tally: queued, its synthesis not started, not dropped. */
+  counted: boolean;
 }
 
 /** Ends an utterance's hold on the start gate, if it holds it. */

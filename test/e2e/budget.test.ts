@@ -185,6 +185,24 @@ describe('fairness', () => {
     // Another member is not affected.
     expect((await w.discord.slash(w.admin, 'speak', { text: TEN })).content).toMatch(/Speaking now|Queued/);
   });
+
+  it('counts what a member has queued and not yet paid for against the per-minute limit', async () => {
+    // 40 ms of audio a character: the first sentence plays for 4 s, and the one queued behind it is not paid for
+    // (nor reserved) until the first nears its end.
+    const w = await open({
+      tts: { balanceUsd: 10, pricePerCharUsd: 0.001, msPerChar: 40 },
+      env: { BUDGET_MEMBER_CHARS_PER_MINUTE: '115' },
+    });
+    expect((await w.discord.slash(w.member, 'speak', { text: TEN.repeat(10) })).content).toMatch(
+      /Speaking now/,
+    );
+    expect((await w.discord.slash(w.member, 'speak', { text: TEN })).content).toMatch(/Queued at position 2/);
+    // 100 paid, 10 queued, 10 more: past 115. Without the queued ten it would be 110.
+    expect((await w.discord.slash(w.member, 'speak', { text: TEN })).content).toMatch(
+      /speaking faster than the 115 characters a minute/,
+    );
+    expect((await w.discord.slash(w.admin, 'speak', { text: TEN })).content).toMatch(/Queued/);
+  });
 });
 
 describe('/budget', () => {

@@ -10,6 +10,7 @@ import {
   type SpeechRequest,
   type Utterance,
 } from '../../src/voice/queue.ts';
+import { QueuedTally } from '../../src/voice/queued-tally.ts';
 
 const silentLogger = createLogger({ level: 'error', write: () => {} });
 const SPEAKER = { id: 's', name: 'Voice', voiceKey: 's', gender: null, languages: null };
@@ -30,8 +31,12 @@ function harness(
     pacing?: SynthesisPacing;
     /** False: the player does not report that it started (it waits for frames) until the test calls started(). */
     startsAtOnce?: boolean;
+    /** The server, and the process's tally it counts in (shared by the servers of a test). */
+    guildId?: string;
+    tally?: QueuedTally;
   } = {},
 ) {
+  const tally = options.tally ?? new QueuedTally();
   const pending: Pending[] = [];
   const played: Utterance[] = [];
   const unplayed: { text: string; reason: DropReason }[] = [];
@@ -40,7 +45,8 @@ function harness(
   let position = 0;
   let nextReady = 0;
   const queue: SpeechQueue = new SpeechQueue({
-    guildId: 'g',
+    guildId: options.guildId ?? 'g',
+    tally,
     logger: silentLogger,
     limits: { perServer: options.perServer ?? 50, perMember: options.perMember ?? 10 },
     pacing: options.pacing ?? { record: () => {}, leadMs: () => 500 },
@@ -101,6 +107,7 @@ function harness(
   const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
   return {
     queue,
+    tally,
     say,
     pending,
     played,
@@ -430,11 +437,61 @@ describe('SpeechQueue: bounds', () => {
     const h = harness();
     h.say('héllo', 'u1');
     h.say('abc', 'u2');
-    expect(h.queue.queuedCharacters('u1')).toEqual({ all: 8, member: 5 });
-    expect(h.queue.queuedCharacters().member).toBe(0);
+    expect(h.tally.of('g', 'u1')).toEqual({ member: 5, guild: 8, all: 8 });
+    expect(h.tally.of('g', 'u3').member).toBe(0);
     h.queue.setCanPlay(true);
     await h.flush();
     // The first is being synthesised: its money is reserved by the guard now, no longer "queued".
-    expect(h.queue.queuedCharacters('u1')).toEqual({ all: 3, member: 0 });
+    expect(h.tally.of('g', 'u1')).toEqual({ member: 0, guild: 3, all: 3 });
+    h.pending[0]?.resolve(1);
+    await h.flush();
+    h.queue.finished(h.played[0] as Utterance);
+    await h.flush();
+    expect(h.tally.of('g', 'u2')).toEqual({ member: 0, guild: 0, all: 0 });
+  });
+
+  it('counts the member in every server, everyone in theirs, and everyone everywhere', () => {
+    const tally = new QueuedTally();
+    const g1 = harness({ guildId: 'g1', tally });
+    const g2 = harness({ guildId: 'g2', tally });
+    const g3 = harness({ guildId: 'g3', tally });
+    g1.say('12345', 'u1');
+    g1.say('1234567', 'u2');
+    g2.say('12345678901', 'u1');
+    g3.say('1234567890123', 'u3');
+    expect(tally.of('g1', 'u1')).toEqual({ member: 16, guild: 12, all: 36 });
+    expect(tally.of('g3', 'u2')).toEqual({ member: 7, guild: 13, all: 36 });
+    // A server Herald is not in voice in holds nothing.
+    expect(tally.of('g9', 'u1')).toEqual({ member: 16, guild: 0, all: 36 });
+  });
+
+  it('takes back what is withdrawn, edited, skipped or stopped before it was paid for', async () => {
+    const h = harness();
+    h.say('one', 'u1');
+    h.say('two', 'u2');
+    h.say('three', 'u1');
+    h.say('four', 'u2');
+    expect(h.tally.of('g', 'u1')).toEqual({ member: 8, guild: 15, all: 15 });
+    expect(h.queue.withdraw('two')).toBe(true);
+    expect(h.tally.of('g', 'u2')).toEqual({ member: 4, guild: 12, all: 12 });
+    // An edit counts at its new length, once.
+    h.queue.replace({
+      text: 'three, edited',
+      speaker: SPEAKER,
+      requestedBy: { id: 'u1', name: 'u1' },
+      key: 'three',
+      onFailure: () => {},
+    });
+    expect(h.tally.of('g', 'u1')).toEqual({ member: 16, guild: 20, all: 20 });
+    // The first one skipped while it waits to be due.
+    expect(h.queue.skip()).toBe(true);
+    expect(h.tally.of('g', 'u1')).toEqual({ member: 13, guild: 17, all: 17 });
+    h.queue.stop();
+    expect(h.tally.of('g', 'u1')).toEqual({ member: 0, guild: 0, all: 0 });
+    // Nothing counted twice on the way: a new utterance counts from zero.
+    h.say('five', 'u2');
+    expect(h.tally.of('g', 'u2')).toEqual({ member: 4, guild: 4, all: 4 });
+    h.queue.close('left');
+    expect(h.tally.of('g', 'u2')).toEqual({ member: 0, guild: 0, all: 0 });
   });
 });
