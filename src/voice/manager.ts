@@ -11,7 +11,7 @@ import type { StartGate } from '../rush/index.ts';
 import type { GenerateResult } from '../tts/index.ts';
 import type { JoinQueue } from './join-queue.ts';
 import { createSynthesisPacing, type SynthesisPacing } from './pacing.ts';
-import { type QueuedAcross, QueuedTally } from './queued-tally.ts';
+import { QueuedTally } from './queued-tally.ts';
 import {
   type DropReason,
   type EnqueueOutcome,
@@ -135,7 +135,7 @@ export class VoiceManager {
    * Characters queued and not yet paid for: the member's in every server, everyone's in this server, and
    * everyone's everywhere (the budget guard counts them as committed).
    */
-  queued(guildId: string, userId: string): QueuedAcross {
+  queued(guildId: string, userId: string): { member: number; guild: number; all: number } {
     return this.#tally.of(guildId, userId);
   }
 
