@@ -9,6 +9,7 @@ import { keepRecentProblems } from '../ops/recent-problems.ts';
 import { type Database, openDatabase } from '../storage/index.ts';
 import { shardIdsOf } from './config.ts';
 import type { ManagerOps } from './manager-ops.ts';
+import { SHARD_EXEC_ARGV } from './node-flags.ts';
 import { loadShardingManager } from './sharding-manager.ts';
 import { createStandbys, spawnShards } from './standby.ts';
 
@@ -84,6 +85,7 @@ export async function startShardGroup(options: ShardGroupOptions): Promise<Shard
     shardList: [...ids],
     mode: 'process',
     respawn: true,
+    execArgv: [...SHARD_EXEC_ARGV],
   });
   // discord.js emits 'death' for a shard stopped on purpose too (kill(), without respawning it).
   let stopping = false;

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -18,6 +18,7 @@ import { trustedTestCertificate } from '../../emulators/discord/tls.ts';
 import { startTtsEmulator, type TtsEmulator } from '../../emulators/tts/index.ts';
 import { defaultShardProcesses } from '../../src/shard/config.ts';
 import { machineShape } from '../../src/shard/machine.ts';
+import { SHARD_EXEC_ARGV } from '../../src/shard/node-flags.ts';
 import { createDatabase } from '../support/postgres.ts';
 import { linesOf, run, type Spawned } from '../support/process.ts';
 import { heraldEnv } from './harness.ts';
@@ -119,6 +120,13 @@ const pidOf = (group: Spawned, shard: number): number | undefined =>
     .filter((l) => l.msg === 'shard process started' && l.shard === shard)
     .map((l) => l.shardPid as number)
     .at(-1);
+
+/** The flags a running process's Node was started with, before its script (from /proc). */
+const nodeFlagsOf = (pid: number): string[] => {
+  const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  const script = args.findIndex((arg) => arg.endsWith('.ts') || arg.endsWith('.js'));
+  return args.slice(1, script);
+};
 
 /** The ledger as the database (PostgreSQL, or a `sqlite:` file) holds it: each charged row's request id and cost. */
 async function ledgerOf(
@@ -399,6 +407,10 @@ describePg('sharded Herald: 4 shard processes, 40 servers, one PostgreSQL', () =
       expect(answered?.content).toMatch(ACCEPTED);
       expect(backAfterMs).toBeLessThan(15_000);
       expect(pidOf(group, victimShard)).not.toBe(pid);
+      // The respawned process runs with the shard processes' Node flags, as the first one did.
+      for (const shardPid of [pidOf(group, victimShard), pidOf(group, (victimShard + 1) % 4)]) {
+        expect(nodeFlagsOf(shardPid as number)).toEqual(expect.arrayContaining([...SHARD_EXEC_ARGV]));
+      }
       // Its other servers rejoin their voice channels by themselves (the sessions saved in PostgreSQL).
       for (const server of victims.slice(1)) {
         await vi.waitFor(
