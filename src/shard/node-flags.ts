@@ -7,11 +7,13 @@
  * processes made about a dozen full collections in the 1,000-server rush's 11 s (24–35 over a bench run), each
  * 10–120 ms. In that time the process's streams' packets waited, and V8's helper threads marking the heap took cores
  * the four processes were already sharing. With 256 MB they made about one each in the rush (the one that growing
- * buffers ask for), 4–5 over a run. In three alternating pairs, the late packets fell from 0.80–2.05 % to 0.45–0.84 %.
- * With 128 MB they made about two each, and the result was between the two (docs/rush.md, "Room in the old
- * generation", `bench/stall-probe.ts`).
+ * buffers ask for), 4–5 over a run. With the audio cache on (its default), three alternating pairs gave 0.45–0.84 %
+ * late packets against 0.80–2.05 %. With 128 MB they made about two each, and the result was between the two. With
+ * the cache off there is a cost: 0.56–1.31 % late against 0.14–0.35 %. The four processes' one collection of the rush
+ * most likely falls within a second in all four, where the default's smaller ones are spread out (docs/rush.md,
+ * "Room in the old generation", `bench/stall-probe.ts`).
  *
- * The cost is memory. The old generation fills with garbage up to this size before a process first collects it, so a
+ * The other cost is memory. The old generation fills with garbage up to this size before a process first collects it, so a
  * busy shard process holds up to about this much more than it would. That fits in the 512 MB each process
  * `SHARD_PROCESSES=auto` is given (SHARD_PROCESS_MEMORY_BYTES). The single process of `npm start` keeps the default:
  * a bot of a few dozen servers never meets a rush of hundreds, and it keeps its smaller footprint.
