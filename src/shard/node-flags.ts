@@ -13,8 +13,8 @@
  * most likely falls within a second in all four, where the default's smaller ones are spread out (docs/rush.md,
  * "Room in the old generation", `bench/stall-probe.ts`).
  *
- * The other cost is memory. The old generation fills with garbage up to this size before a process first collects it, so a
- * busy shard process holds up to about this much more than it would. That fits in the 512 MB each process
+ * The other cost is memory. The old generation fills with garbage up to this size before a process first collects
+ * it, so a busy shard process holds up to about this much more than it would. That fits in the 512 MB each process
  * `SHARD_PROCESSES=auto` is given (SHARD_PROCESS_MEMORY_BYTES). The single process of `npm start` keeps the default:
  * a bot of a few dozen servers never meets a rush of hundreds, and it keeps its smaller footprint.
  */
