@@ -24,6 +24,16 @@ export class AudioFormatError extends Error {
   }
 }
 
+/**
+ * The first `count` bytes of `bytes`, in a buffer of their own, to describe later. A view would keep alive all that
+ * `bytes` is a view of; `Buffer.alloc` (unlike `allocUnsafe`) takes no slab of Node's shared pool either.
+ */
+export function copyStart(bytes: Uint8Array, count: number): Buffer {
+  const start = Buffer.alloc(Math.min(count, bytes.length));
+  start.set(bytes.subarray(0, start.length));
+  return start;
+}
+
 /** Shows bytes for an error message: printable ASCII as is, anything else as `\xHH`, all in quotes. */
 export function describeBytes(bytes: Buffer): string {
   let text = '';

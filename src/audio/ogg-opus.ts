@@ -1,7 +1,7 @@
 import { Transform } from 'node:stream';
 import opus from '@discordjs/opus';
 import { silentLogger } from '../log.ts';
-import { AudioFormatError, describeBytes } from './errors.ts';
+import { AudioFormatError, copyStart, describeBytes } from './errors.ts';
 import { createOggPacketReader, type OggPacket } from './ogg-reader.ts';
 import { isOne20msFrame, parseOpusPacket } from './opus-packet.ts';
 import {
@@ -133,7 +133,11 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
   const logger = options.logger ?? silentLogger;
   const reader = createOggPacketReader();
   let serial: number | undefined;
-  let firstPacket: Buffer | undefined;
+  /**
+   * The first packet's first bytes, for the error that tells a stream without Opus. Copied: a view of the packet
+   * would keep the reader's whole block (64 KiB when the service sent the clip at once) alive as long as the demuxer.
+   */
+  let firstBytes: Buffer | undefined;
   let phase: Phase = 'head';
   let head: OpusHead = { channels: 2, preSkip: 0, inputSampleRate: 0 };
   const stats = { packets: 0, passthrough: 0, split: 0, reencoded: 0 };
@@ -242,7 +246,7 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
   };
 
   const onPacket = (stream: PacketSink, packet: OggPacket): void => {
-    firstPacket ??= packet.data;
+    firstBytes ??= copyStart(packet.data, 8);
     if (packet.bos && parseable(packet.data) && (serial === undefined || phase === 'audio')) {
       // A new Opus stream (the first, or a chained one after the previous ended).
       flushReencoder(stream);
@@ -274,7 +278,7 @@ export function createOggOpusDemuxer(options: OggOpusPacketizerOptions = {}): Og
   const notOpus = (): AudioFormatError =>
     new AudioFormatError(
       'ERR_NOT_OPUS',
-      `Ogg stream does not hold Opus (no OpusHead; first packet starts ${describeBytes((firstPacket ?? Buffer.alloc(0)).subarray(0, 8))})`,
+      `Ogg stream does not hold Opus (no OpusHead; first packet starts ${describeBytes(firstBytes ?? Buffer.alloc(0))})`,
     );
 
   return {

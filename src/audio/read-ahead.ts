@@ -138,13 +138,19 @@ export class ReadAhead extends Readable {
   };
 
   #append(chunk: Buffer): void {
+    if (chunk.length >= this.#blockBytes && chunk.length * 2 >= chunk.buffer.byteLength) {
+      this.#adopt(chunk);
+      return;
+    }
     let from = 0;
     while (from < chunk.length) {
       let block = this.#blocks.at(-1);
       if (!block || this.#writeAt === block.length) {
         // A block is never reused: the reader may still hold views of it.
         if (this.#held === 0) this.#blocks.length = 0;
-        block = Buffer.allocUnsafe(Math.max(this.#blockBytes, chunk.length - from));
+        // Slow: a block of its own. One of Node's shared pool (blocks under 32 KiB on Node 24) would keep its whole
+        // 64 KiB slab alive as long as the block, with whatever else was cut from it.
+        block = Buffer.allocUnsafeSlow(Math.max(this.#blockBytes, chunk.length - from));
         this.#blocks.push(block);
         this.#writeAt = 0;
         if (this.#blocks.length === 1) this.#readAt = 0;
@@ -154,6 +160,23 @@ export class ReadAhead extends Readable {
       this.#held += copied;
       from += copied;
     }
+  }
+
+  /**
+   * Keeps a chunk of a block's size or more as a block of its own, uncopied: a service that sends the clip at once
+   * arrives in chunks of up to 64 KiB, and a copy would allocate the clip twice over. Unless the chunk is a small view
+   * of a larger buffer, which it would keep alive whole. A stream's producer never writes a chunk it has passed on.
+   */
+  #adopt(chunk: Buffer): void {
+    const last = this.#blocks.length - 1;
+    if (this.#held === 0) this.#blocks.length = 0;
+    // A partly written last block is trimmed to what it holds: only the last block is read up to #writeAt.
+    else if ((this.#blocks[last] as Buffer).length > this.#writeAt)
+      this.#blocks[last] = (this.#blocks[last] as Buffer).subarray(0, this.#writeAt);
+    this.#blocks.push(chunk);
+    if (this.#blocks.length === 1) this.#readAt = 0;
+    this.#writeAt = chunk.length;
+    this.#held += chunk.length;
   }
 
   /** The held bytes of the first block (all of them when it is also the last), up to a piece, as one view. */

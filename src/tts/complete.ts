@@ -70,11 +70,12 @@ const OPUS_HEAD_BYTES = 12;
 /**
  * Follows Ogg page headers, skipping bodies, keeping the last page's flags and granule and OpusHead's pre-skip.
  * Copies header bytes only (into buffers of its own, allocated once): every page of every clip passes here as it
- * arrives, 1,000 clips at once in a rush.
+ * arrives, 1,000 clips at once in a rush. `Buffer.alloc`, not `allocUnsafe`: a small buffer of Node's shared pool
+ * would keep its whole slab (64 KiB on Node 24) alive as long as the judge.
  */
 function oggJudge(durationS: number | undefined): Judge {
-  const header = Buffer.allocUnsafe(MAX_OGG_HEADER_BYTES);
-  const head = Buffer.allocUnsafe(OPUS_HEAD_BYTES);
+  const header = Buffer.alloc(MAX_OGG_HEADER_BYTES);
+  const head = Buffer.alloc(OPUS_HEAD_BYTES);
   /** Header bytes held of the page being read; its body is next once it reaches `headerBytes`. */
   let held = 0;
   let headerBytes = OGG_HEADER_BYTES;

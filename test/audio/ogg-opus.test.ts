@@ -493,7 +493,7 @@ describe('createOggOpusPacketizer: errors', () => {
       'Vorbis instead of Opus',
       withPage(0, (p) => p.write('\x01vorbis!', 28, 'latin1'), true),
       'ERR_NOT_OPUS',
-      /does not hold Opus/,
+      /does not hold Opus.*first packet starts "\\x01vorbis!"/,
     ],
     [
       'a 6-channel OpusHead',

@@ -137,6 +137,52 @@ describe('ReadAhead', () => {
     }
   });
 
+  it('keeps a chunk of a block or more uncopied, in order with the chunks it copies', async () => {
+    const data = randomBytes(60_000);
+    for (const seed of [4, 5, 6]) {
+      const source = new PassThrough();
+      const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 1000 });
+      // Each chunk a buffer of its own, as a socket's reads are: the large ones are kept as they came.
+      const chunks = randomChunks(data, seed, 2500).map((chunk) => {
+        const own = Buffer.allocUnsafeSlow(chunk.length);
+        chunk.copy(own);
+        return own;
+      });
+      const out: Buffer[] = [];
+      for (const [i, chunk] of chunks.entries()) {
+        source.write(chunk);
+        if (i % (seed - 2) === 0) {
+          await tick();
+          out.push(...readReady(ahead));
+        }
+      }
+      source.end();
+      ahead.on('data', (piece: Buffer) => out.push(piece));
+      await once(ahead, 'end');
+      expect(Buffer.concat(out).equals(data)).toBe(true);
+      const large = new Set(chunks.filter((chunk) => chunk.length >= 1000).map((chunk) => chunk.buffer));
+      const small = new Set(chunks.filter((chunk) => chunk.length < 1000).map((chunk) => chunk.buffer));
+      expect(large.size).toBeGreaterThan(5);
+      expect(out.filter((piece) => large.has(piece.buffer as ArrayBuffer)).length).toBeGreaterThan(
+        large.size,
+      );
+      expect(out.some((piece) => small.has(piece.buffer as ArrayBuffer))).toBe(false);
+    }
+  });
+
+  it('copies a large chunk that is a small view of a larger buffer, rather than keep that buffer alive', async () => {
+    const source = new PassThrough();
+    const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 1000 });
+    const whole = randomBytes(10_000);
+    const view = whole.subarray(2000, 4000);
+    source.end(view);
+    const out: Buffer[] = [];
+    ahead.on('data', (piece: Buffer) => out.push(piece));
+    await once(ahead, 'end');
+    expect(Buffer.concat(out).equals(view)).toBe(true);
+    expect(out.some((piece) => piece.buffer === whole.buffer)).toBe(false);
+  });
+
   it('never writes over a piece it has handed out', async () => {
     const source = new PassThrough();
     const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 64 });
