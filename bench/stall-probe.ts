@@ -1,8 +1,9 @@
 /**
  * Where a shard process's loop stood still: preloaded into Herald's processes, it notes every stall of its event
  * loop over 40 ms (a 5 ms timer that fired late, with the thread's CPU time over the gap: little CPU means the process
- * was waiting for a core, much means work of its own) and every garbage collection over 4 ms (its kind and wall
- * time). When the process exits it writes `stall-probe-<pid>.json` (the events, by time since the epoch) to
+ * was waiting for a core, much means work of its own), every garbage collection over 4 ms (its kind and wall
+ * time), and once a second its heap and its `ArrayBuffer`s (V8 starts a full collection whenever these grew by about
+ * 64 MB since the last, however much room its old generation has). When the process exits it writes `stall-probe-<pid>.json` (the events, by time since the epoch) to
  * STALL_PROBE_DIR (default: the system's temporary folder) and prints one line of totals. The probe itself costs
  * a timer every 5 ms, so compare runs that both have it. Run:
  * `npm run bench -- --quick --servers=1000 --seconds=10 --cold=2 --shards=4 --tts=at-once --nice=0 --cache=on
@@ -19,7 +20,8 @@ const GC_MS = 4;
 
 type ProbeEvent =
   | { readonly at: number; readonly stall: number; readonly cpuMs: number }
-  | { readonly at: number; readonly gc: string; readonly ms: number };
+  | { readonly at: number; readonly gc: string; readonly ms: number }
+  | { readonly at: number; readonly heapMb: number; readonly arrayBuffersMb: number };
 
 const events: ProbeEvent[] = [];
 const cpuMs = (): number => {
@@ -38,6 +40,11 @@ setInterval(() => {
   last = now;
   lastCpu = cpu;
 }, PROBE_MS).unref();
+
+setInterval(() => {
+  const { heapUsed, arrayBuffers } = process.memoryUsage();
+  events.push({ at: Date.now(), heapMb: mb(heapUsed), arrayBuffersMb: mb(arrayBuffers) });
+}, 1000).unref();
 
 const kinds: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
@@ -69,6 +76,10 @@ process.on('exit', () => {
     `stall probe (pid ${process.pid}): ${stalls} stalls over ${STALL_MS} ms; collections over ${GC_MS} ms: major ${count('major')}, minor ${count('minor')}; ${file}\n`,
   );
 });
+
+function mb(bytes: number): number {
+  return round(bytes / 1024 / 1024);
+}
 
 function round(ms: number): number {
   return Math.round(ms * 10) / 10;
