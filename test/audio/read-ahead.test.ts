@@ -15,6 +15,30 @@ function readReady(stream: ReadAhead): Buffer[] {
   return pieces;
 }
 
+/**
+ * Writes `chunks` to `source`, reading what `ahead` holds after every `readEvery`-th, so pieces end mid-block and
+ * blocks fill after a reader emptied them; then ends the source and returns every piece read, in order.
+ */
+async function writeAll(
+  source: PassThrough,
+  ahead: ReadAhead,
+  chunks: Buffer[],
+  readEvery: number,
+): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  for (const [i, chunk] of chunks.entries()) {
+    source.write(chunk);
+    if (i % readEvery === 0) {
+      await tick();
+      out.push(...readReady(ahead));
+    }
+  }
+  source.end();
+  ahead.on('data', (piece: Buffer) => out.push(piece));
+  await once(ahead, 'end');
+  return out;
+}
+
 describe('ReadAhead', () => {
   it('hands a reader that fell behind everything received since, in one piece per block', async () => {
     const source = new PassThrough();
@@ -121,18 +145,7 @@ describe('ReadAhead', () => {
     for (const seed of [1, 2, 3]) {
       const source = new PassThrough();
       const ahead = new ReadAhead(source, { limitBytes: 1 << 20, blockBytes: 1000 });
-      const out: Buffer[] = [];
-      for (const [i, chunk] of randomChunks(data, seed, 2500).entries()) {
-        source.write(chunk);
-        // Read now and then, so pieces end mid-block and blocks fill after a reader emptied them.
-        if (i % (seed + 2) === 0) {
-          await tick();
-          out.push(...readReady(ahead));
-        }
-      }
-      source.end();
-      ahead.on('data', (piece: Buffer) => out.push(piece));
-      await once(ahead, 'end');
+      const out = await writeAll(source, ahead, randomChunks(data, seed, 2500), seed + 2);
       expect(Buffer.concat(out).equals(data)).toBe(true);
     }
   });
@@ -148,17 +161,7 @@ describe('ReadAhead', () => {
         chunk.copy(own);
         return own;
       });
-      const out: Buffer[] = [];
-      for (const [i, chunk] of chunks.entries()) {
-        source.write(chunk);
-        if (i % (seed - 2) === 0) {
-          await tick();
-          out.push(...readReady(ahead));
-        }
-      }
-      source.end();
-      ahead.on('data', (piece: Buffer) => out.push(piece));
-      await once(ahead, 'end');
+      const out = await writeAll(source, ahead, chunks, seed - 2);
       expect(Buffer.concat(out).equals(data)).toBe(true);
       const large = new Set(chunks.filter((chunk) => chunk.length >= 1000).map((chunk) => chunk.buffer));
       const small = new Set(chunks.filter((chunk) => chunk.length < 1000).map((chunk) => chunk.buffer));
