@@ -3,8 +3,9 @@
  * loop over 40 ms (a 5 ms timer that fired late, with the thread's CPU time over the gap: little CPU means the process
  * was waiting for a core, much means work of its own), every garbage collection over 4 ms (its kind and wall
  * time), and once a second its heap and its `ArrayBuffer`s (V8 starts a full collection whenever these grew by about
- * 64 MB since the last, however much room its old generation has). When the process exits it writes `stall-probe-<pid>.json` (the events, by time since the epoch) to
- * STALL_PROBE_DIR (default: the system's temporary folder) and prints one line of totals. The probe itself costs
+ * 64 MB since the last, however much room its old generation has). When the process exits it writes
+ * `stall-probe-<pid>.json` (the events, by time since the epoch) to STALL_PROBE_DIR (default: the system's temporary
+ * folder) and prints one line of totals. The probe itself costs
  * a timer every 5 ms, so compare runs that both have it. Run:
  * `npm run bench -- --quick --servers=1000 --seconds=10 --cold=2 --shards=4 --tts=at-once --nice=0 --cache=on
  *  --node-flags="--import=./bench/stall-probe.ts"`.

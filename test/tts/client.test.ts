@@ -243,6 +243,25 @@ describe('generate', () => {
     result.audio.destroy();
     expect(emu.requests[0]?.status).toBe(200);
   });
+
+  it('sends its request body in a buffer of its own, not a slab of the shared pool the response would keep', async () => {
+    const bodies: unknown[] = [];
+    const base = new Agent();
+    agents.push(base);
+    const agent = base.compose((dispatch) => (options, handler) => {
+      bodies.push(options.body);
+      return dispatch(options, handler);
+    });
+    const audio = await client({ dispatcher: agent }).generate(say({ text: 'Hello from a body of its own' }));
+    await drain(audio.audio);
+    expect(bodies).toHaveLength(1);
+    const body = bodies[0] as Uint8Array;
+    expect(body).toBeInstanceOf(Uint8Array);
+    expect(body.buffer.byteLength).toBe(body.byteLength);
+    expect(JSON.parse(Buffer.from(body).toString('utf8'))).toMatchObject({
+      text: 'Hello from a body of its own',
+    });
+  });
 });
 
 describe('errors from the service', () => {
@@ -406,25 +425,6 @@ describe('timeouts', () => {
     expect(error).toMatchObject({ code: 'TTS_TIMEOUT', phase: 'connect' });
     expect(connects).toBe(3);
     expect(emu.requests).toHaveLength(0);
-  });
-
-  it('sends its request body in a buffer of its own, not a slab of the shared pool the response would keep', async () => {
-    const bodies: unknown[] = [];
-    const base = new Agent();
-    agents.push(base);
-    const agent = base.compose((dispatch) => (options, handler) => {
-      bodies.push(options.body);
-      return dispatch(options, handler);
-    });
-    const audio = await client({ dispatcher: agent }).generate(say({ text: 'Hello from a body of its own' }));
-    await drain(audio.audio);
-    expect(bodies).toHaveLength(1);
-    const body = bodies[0] as Uint8Array;
-    expect(body).toBeInstanceOf(Uint8Array);
-    expect(body.buffer.byteLength).toBe(body.byteLength);
-    expect(JSON.parse(Buffer.from(body).toString('utf8'))).toMatchObject({
-      text: 'Hello from a body of its own',
-    });
   });
 
   it('first byte: generate is not retried, listing is', async () => {
