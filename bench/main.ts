@@ -160,7 +160,7 @@ function formatTable(r: BenchResult): string {
         .map(([name, ms]) => `${name} ${ms}`)
         .join(
           ', ',
-        )}; Herald playing, second half of the audio: ${s.steadyCpuMsPerStreamSecond ?? 'n/a'}; Herald's CPU per utterance beyond playing ${s.cpuMsPerUtterance ?? 'n/a'} ms; Herald's page faults per stream-s ${s.pageFaultsPerStreamSecond}), RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms${heldLine(s.heldBy)}; late packets by second ${s.bySecond.late.join(' ')} (by second of their stream ${s.bySecond.lateInStream.join(' ')}), Herald's CPU ms by second ${s.bySecond.heraldCpuMs.join(' ')}, the world's ${s.bySecond.worldCpuMs.join(' ')}`,
+        )}; Herald playing (${s.steadyCpuFrom ?? 'second half of the audio'}): ${s.steadyCpuMsPerStreamSecond ?? 'n/a'}; Herald's CPU per utterance beyond playing ${s.cpuMsPerUtterance ?? 'n/a'} ms; Herald's page faults per stream-s ${s.pageFaultsPerStreamSecond}), RSS ${s.rssMb} MB, receiver loop p99 ${s.receiverLoopP99Ms} ms${heldLine(s.heldBy)}; late packets by second ${s.bySecond.late.join(' ')} (by second of their stream ${s.bySecond.lateInStream.join(' ')}), Herald's CPU ms by second ${s.bySecond.heraldCpuMs.join(' ')}, the world's ${s.bySecond.worldCpuMs.join(' ')}`,
     ]),
     ['P4 most servers held (≤1 % late, all heard, all answered)', String(r.p4MaxServers)],
     [

@@ -249,11 +249,14 @@ export interface ConcurrencyStep {
     readonly worldCpuMs: readonly number[];
   };
   /**
-   * Herald's CPU per stream-second in the second half of the audio (seconds ⌈S/2⌉ to S-1 of the step), once every
-   * download and every start is behind it: what playing costs, as against `cpuMsPerStreamSecond`, which spreads
-   * the whole utterance (its interaction, reservation, download and demuxing) over its audio. Null with under 2 s.
+   * Herald's CPU per stream-second while every stream played and none started or ended (`steadyCpuFrom`: 'all
+   * playing'), else in the second half of the audio (seconds ⌈S/2⌉ to S-1 of the step): what playing costs, as against
+   * `cpuMsPerStreamSecond`, which spreads the whole utterance (its interaction, reservation, download and demuxing)
+   * over its audio. Null with under 2 s.
    */
   readonly steadyCpuMsPerStreamSecond: number | null;
+  /** Which seconds `steadyCpuMsPerStreamSecond` was read from. */
+  readonly steadyCpuFrom?: 'all playing' | 'second half of the audio';
   /**
    * What each utterance cost Herald beyond playing its audio, CPU ms: its interaction, reservation, download,
    * demuxer, player and end (bench/rush.ts `cpuMsPerUtterance`). What a rush of N asks of the cores before the

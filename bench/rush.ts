@@ -162,9 +162,30 @@ export function splitLine(split: {
 }
 
 /**
+ * The whole seconds of a step in which every heard stream was playing: from the first second that began after the
+ * last stream's first packet to the last that ended before the first stream's last packet. Empty when no second was
+ * (a rush whose starts run past the first end). Seconds are counted from the step's beginning, as `atSeconds`.
+ */
+export function allPlayingSeconds(streams: readonly StreamTiming[]): number[] {
+  let lastStart = Number.NEGATIVE_INFINITY;
+  let firstEnd = Number.POSITIVE_INFINITY;
+  for (const { packets } of streams) {
+    const first = packets[0];
+    const last = packets.at(-1);
+    if (!first || !last) continue;
+    lastStart = Math.max(lastStart, first.atSeconds);
+    firstEnd = Math.min(firstEnd, last.atSeconds);
+  }
+  const seconds: number[] = [];
+  if (lastStart === Number.NEGATIVE_INFINITY) return seconds;
+  for (let second = Math.max(0, Math.ceil(lastStart)); second + 1 <= firstEnd; second++) seconds.push(second);
+  return seconds;
+}
+
+/**
  * What each utterance cost Herald beyond playing its audio (its interaction, reservation, download, demuxer and
- * player, and its end), in CPU ms: the step's CPU less what its audio would have cost at the steady rate (the second
- * half of the audio, every start behind it). Null without a steady rate or an utterance.
+ * player, and its end), in CPU ms: the step's CPU less what its audio would have cost at the steady rate (the seconds
+ * in which every stream played: see {@link allPlayingSeconds}). Null without a steady rate or an utterance.
  */
 export function cpuMsPerUtterance(step: {
   readonly cpuMs: number;

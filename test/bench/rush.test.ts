@@ -1,6 +1,13 @@
 /** The rush in figures (bench/rush.ts): per-second lateness, the rush apart from the steady, start latency. */
 import { describe, expect, it } from 'vitest';
-import { cpuMsPerUtterance, perSecond, rushAndSteady, rushFigures, startLatency } from '../../bench/rush.ts';
+import {
+  allPlayingSeconds,
+  cpuMsPerUtterance,
+  perSecond,
+  rushAndSteady,
+  rushFigures,
+  startLatency,
+} from '../../bench/rush.ts';
 
 describe('perSecond', () => {
   it('buckets packets by whole second, counting only those more than 40 ms late', () => {
@@ -74,6 +81,28 @@ describe('rushFigures', () => {
     // Starts in seconds 0 and 1, ends in 3: second 2 is the only steady one.
     expect(figures.steady).toEqual({ packets: 3, latePercent: 33.33, maxLatenessMs: 90 });
     expect(figures.rush).toEqual({ packets: 4, latePercent: 25, maxLatenessMs: 50 });
+  });
+});
+
+describe('allPlayingSeconds', () => {
+  const stream = (from: number, to: number) => ({
+    askedAtSeconds: 0,
+    packets: [
+      { atSeconds: from, latenessMs: 0 },
+      { atSeconds: to, latenessMs: 0 },
+    ],
+  });
+
+  it('is the whole seconds after the last start and before the first end', () => {
+    // The last stream starts at 3.2 s and the first ends at 7.5 s: seconds 4, 5 and 6 had every stream playing.
+    expect(allPlayingSeconds([stream(0.4, 9), stream(3.2, 12), stream(1, 7.5)])).toEqual([4, 5, 6]);
+    // A start exactly on a second's beginning leaves that second whole.
+    expect(allPlayingSeconds([stream(2, 5)])).toEqual([2, 3, 4]);
+  });
+
+  it('is empty when the starts outlast the first end, or nothing was heard', () => {
+    expect(allPlayingSeconds([stream(0.5, 4.2), stream(4.1, 9)])).toEqual([]);
+    expect(allPlayingSeconds([{ askedAtSeconds: 0, packets: [] }])).toEqual([]);
   });
 });
 
