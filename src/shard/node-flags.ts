@@ -19,24 +19,8 @@
  * a bot of a few dozen servers never meets a rush of hundreds, and it keeps its smaller footprint.
  */
 
-/**
- * `ArrayBuffer`s counted in V8's global limit (`--external-memory-accounted-in-global-limit`), not against a limit of
- * their own. Without it V8 starts a full collection whenever `ArrayBuffer`s have grown by about 64 MB since the last
- * one, however much room the old generation has: in a 1,000-server rush each shard process's grew by 47-60 MB while
- * its 250 starts ran (the clips, the sockets' reads), alike in all four, so all four collected within a second of
- * each other, in the rush's middle seconds, while every core was taken (docs/rush.md, "The buffers of a rush"). With
- * it their buffers count with the heap against the room above, and the rush passes without one. Two alternating
- * pairs of the must-show command (cache on, nice 0): 0.05 % and 0.01 % of packets late, 2 and 0 seconds over 2 %,
- * against 0.26 % and 2.92 %, 2 and 8 seconds. Memory in a 10-minute soak (two shard processes): RSS 475 -> 652 MB,
- * where the hour's soak without it stood at 473 -> 752 after its first 10 minutes.
- */
-export const EXTERNAL_MEMORY_IN_GLOBAL_LIMIT = '--external-memory-accounted-in-global-limit';
-
 /** The old generation's first limit in each shard process, MB. */
 export const SHARD_OLD_SPACE_MB = 256;
 
 /** What the manager runs each shard process's script with. */
-export const SHARD_EXEC_ARGV: readonly string[] = [
-  `--initial-old-space-size=${SHARD_OLD_SPACE_MB}`,
-  EXTERNAL_MEMORY_IN_GLOBAL_LIMIT,
-];
+export const SHARD_EXEC_ARGV: readonly string[] = [`--initial-old-space-size=${SHARD_OLD_SPACE_MB}`];
