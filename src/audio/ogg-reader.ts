@@ -44,13 +44,29 @@ export function createOggPacketReader(): OggPacketReader {
   let offset = 0;
   const streams = new Map<number, StreamState>();
 
-  // Contiguous view of the first `size` queued bytes; concatenates only once that many have arrived, so
-  // byte-by-byte input stays linear.
+  // Contiguous view of the first `size` queued bytes, once that many have arrived (so byte-by-byte input stays
+  // linear). Pieces that lie side by side in one buffer, as a read-ahead hands out views of its block in turn, are
+  // joined by a wider view of it: a page across two of them was a copy, cut from Node's shared pool, and lived as
+  // long as its packets waited to play. In a rush those copies (the clip over again) were promoted and pinned their
+  // 64 KiB slabs until a full collection, which the growth of ArrayBuffers then started. Bytes from different
+  // buffers are copied, into a buffer of their own.
   const peek = (size: number): Buffer | undefined => {
     if (queued < size) return undefined;
-    const first = queue[0];
-    if (first !== undefined && first.length >= size) return first;
-    const joined = Buffer.concat(queue);
+    let first = queue[0];
+    if (first === undefined || first.length >= size) return first;
+    let joinedCount = 1;
+    for (; first.length < size && joinedCount < queue.length; joinedCount++) {
+      const next = queue[joinedCount] as Buffer;
+      if (next.buffer !== first.buffer || first.byteOffset + first.length !== next.byteOffset) break;
+      first = Buffer.from(first.buffer, first.byteOffset, first.length + next.length);
+    }
+    if (first.length >= size) {
+      queue.splice(0, joinedCount, first);
+      return first;
+    }
+    const joined = Buffer.allocUnsafeSlow(queued);
+    let at = 0;
+    for (const part of queue) at += part.copy(joined, at);
     queue = [joined];
     return joined;
   };
