@@ -2,8 +2,9 @@
  * Where a shard process's loop stood still: preloaded into Herald's processes, it notes every stall of its event
  * loop over 40 ms (a 5 ms timer that fired late, with the thread's CPU time over the gap: little CPU means the process
  * was waiting for a core, much means work of its own), every garbage collection over 4 ms (its kind and wall
- * time), and once a second its heap and its `ArrayBuffer`s (V8 starts a full collection whenever these grew by about
- * 64 MB since the last, however much room its old generation has). When the process exits it writes
+ * time), and once a second its heap, its `ArrayBuffer`s and the external memory V8 counts (now, and the most at any
+ * probe of that second): V8 starts a full collection on the growth of external memory, however much room its old
+ * generation has (64 MB in a process alone; in a shard process's rush, at 40-50 MB). When the process exits it writes
  * `stall-probe-<pid>.json` (the events, by time since the epoch) to STALL_PROBE_DIR (default: the system's temporary
  * folder) and prints one line of totals. The probe itself costs
  * a timer every 5 ms, so compare runs that both have it. Run:
@@ -14,6 +15,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 
 const STALL_MS = 40;
 const PROBE_MS = 5;
@@ -22,7 +24,13 @@ const GC_MS = 4;
 type ProbeEvent =
   | { readonly at: number; readonly stall: number; readonly cpuMs: number }
   | { readonly at: number; readonly gc: string; readonly ms: number }
-  | { readonly at: number; readonly heapMb: number; readonly arrayBuffersMb: number };
+  | {
+      readonly at: number;
+      readonly heapMb: number;
+      readonly arrayBuffersMb: number;
+      readonly externalMb: number;
+      readonly externalPeakMb: number;
+    };
 
 const events: ProbeEvent[] = [];
 const cpuMs = (): number => {
@@ -32,7 +40,11 @@ const cpuMs = (): number => {
 
 let last = performance.now();
 let lastCpu = cpuMs();
+/** The most external memory V8 counted at any probe of the current second: a collection starts on its peak. */
+let externalPeak = 0;
+const external = (): number => (getHeapStatistics() as { external_memory?: number }).external_memory ?? 0;
 setInterval(() => {
+  externalPeak = Math.max(externalPeak, external());
   const now = performance.now();
   const cpu = cpuMs();
   if (now - last > STALL_MS) {
@@ -44,7 +56,14 @@ setInterval(() => {
 
 setInterval(() => {
   const { heapUsed, arrayBuffers } = process.memoryUsage();
-  events.push({ at: Date.now(), heapMb: mb(heapUsed), arrayBuffersMb: mb(arrayBuffers) });
+  events.push({
+    at: Date.now(),
+    heapMb: mb(heapUsed),
+    arrayBuffersMb: mb(arrayBuffers),
+    externalMb: mb(external()),
+    externalPeakMb: mb(externalPeak),
+  });
+  externalPeak = 0;
 }, 1000).unref();
 
 const kinds: Record<number, string> = {
