@@ -109,6 +109,11 @@ async function startBot(parsed: ReturnType<typeof parseConfig>): Promise<void> {
     // Loaded here, after the compile cache is on (a static import would load before it).
     const { startHerald } = await import('./herald.ts');
     herald = await startHerald(config, { logger, onShardsLost: () => exitAfterStop(1) });
+    // A shard process runs with --expose-gc (src/shard/node-flags.ts): one full collection once its start is over.
+    if (config.shards.managed) {
+      const { collectOnceSettled } = await import('./shard/settle-collection.ts');
+      collectOnceSettled((globalThis as { gc?: () => void }).gc, logger);
+    }
     // Asked to stop while starting: what started is stopped now.
     if (stopping) exitAfterStop(0);
   } catch (error) {

@@ -22,5 +22,12 @@
 /** The old generation's first limit in each shard process, MB. */
 export const SHARD_OLD_SPACE_MB = 256;
 
-/** What the manager runs each shard process's script with. */
-export const SHARD_EXEC_ARGV: readonly string[] = [`--initial-old-space-size=${SHARD_OLD_SPACE_MB}`];
+/**
+ * What the manager runs each shard process's script with. `--expose-gc`: the one full collection a shard process
+ * makes once it has started (src/shard/settle-collection.ts), without which that room leaves V8's limit on external
+ * memory at 64 MB outright, and a rush crosses it in every process at once.
+ */
+export const SHARD_EXEC_ARGV: readonly string[] = [
+  `--initial-old-space-size=${SHARD_OLD_SPACE_MB}`,
+  '--expose-gc',
+];
